@@ -1,0 +1,36 @@
+# rekon — one entry point for people and CI.
+#   make demo    build everything and run the controllers on the embedded API server
+#   make test    build the guests and run every test (what CI runs)
+#   make bench   guest decision benchmark (wasm vs native)
+
+CARGO_TARGET_DIR ?= $(CURDIR)/target
+export CARGO_TARGET_DIR
+GUEST_PROFILE := guest
+export REKON_GUEST_DIR := $(CARGO_TARGET_DIR)/wasm32-wasip2/$(GUEST_PROFILE)
+REKON := $(CARGO_TARGET_DIR)/debug/rekon
+GUEST_CRATES := -p rekon-guest-pvc-protection -p rekon-guest-resource-claim -p rekon-guest-misbehaving
+
+.PHONY: setup guests build test guest-cases demo bench
+
+setup:
+	rustup target add wasm32-wasip2
+
+guests: setup
+	cargo build --profile $(GUEST_PROFILE) --target wasm32-wasip2 $(GUEST_CRATES)
+
+build: guests
+	cargo build -p rekon
+
+guest-cases: build
+	$(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_pvc_protection.wasm guests/pvc-protection/cases
+	$(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_resource_claim.wasm guests/resource-claim/cases
+
+test: guests
+	cargo test --workspace --no-fail-fast
+	$(MAKE) guest-cases
+
+demo: build
+	$(REKON) run --embedded --guests $(REKON_GUEST_DIR) --demo
+
+bench: guests
+	cargo bench -p rekon-runtime --bench decisions

@@ -1,0 +1,181 @@
+//! Conversions between the plain model and generated bindings.
+//!
+//! wit-bindgen (guest side) and wasmtime's `bindgen!` (host side) generate the same
+//! Rust names for the same WIT, so one macro serves both: a guest converts its
+//! inputs into the model and its decision back, the host does the reverse. Every
+//! conversion moves; nothing is cloned.
+
+/// Converts one field according to its shape.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __rekon_conv {
+    (one, $e:expr) => {
+        ::core::convert::Into::into($e)
+    };
+    (vec, $e:expr) => {
+        $e.into_iter().map(::core::convert::Into::into).collect()
+    };
+    (opt, $e:expr) => {
+        $e.map(::core::convert::Into::into)
+    };
+    (optvec, $e:expr) => {
+        $e.map(|v| v.into_iter().map(::core::convert::Into::into).collect())
+    };
+}
+
+/// Both directions of `From` between a generated record and a model record.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __rekon_record {
+    ($gen:ty, $model:ty { $($field:ident: $kind:ident),* $(,)? }) => {
+        impl ::core::convert::From<$gen> for $model {
+            fn from(v: $gen) -> Self {
+                Self { $($field: $crate::__rekon_conv!($kind, v.$field)),* }
+            }
+        }
+        impl ::core::convert::From<$model> for $gen {
+            fn from(v: $model) -> Self {
+                Self { $($field: $crate::__rekon_conv!($kind, v.$field)),* }
+            }
+        }
+    };
+}
+
+/// Both directions of `From` between a generated variant/enum and a model enum.
+/// Variants with a payload come first, unit variants after the `;`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __rekon_variant {
+    ($gen:ty, $model:ty { $($variant:ident($kind:ident)),* ; $($unit:ident),* $(,)? }) => {
+        impl ::core::convert::From<$gen> for $model {
+            fn from(v: $gen) -> Self {
+                type G = $gen;
+                match v {
+                    $(G::$variant(x) => Self::$variant($crate::__rekon_conv!($kind, x)),)*
+                    $(G::$unit => Self::$unit,)*
+                }
+            }
+        }
+        impl ::core::convert::From<$model> for $gen {
+            fn from(v: $model) -> Self {
+                type M = $model;
+                match v {
+                    $(M::$variant(x) => Self::$variant($crate::__rekon_conv!($kind, x)),)*
+                    $(M::$unit => Self::$unit,)*
+                }
+            }
+        }
+    };
+}
+
+/// Implements `From` in both directions between [`crate::model`] and the bindings
+/// generated for `rekon:reconcile@0.1.0`, given the paths of the generated
+/// `types`, `pvc-decider` and `claim-decider` modules.
+///
+/// ```ignore
+/// rekon_guest::impl_contract_conversions!(
+///     types = bindings::rekon::reconcile::types,
+///     pvc = bindings::exports::rekon::reconcile::pvc_decider,
+///     claim = bindings::exports::rekon::reconcile::claim_decider,
+/// );
+/// ```
+#[macro_export]
+macro_rules! impl_contract_conversions {
+    (types = $($t:ident)::+, pvc = $($p:ident)::+, claim = $($c:ident)::+ $(,)?) => {
+        $crate::impl_contract_conversions!(@types $($t)::+);
+        $crate::impl_contract_conversions!(@pvc $($p)::+);
+        $crate::impl_contract_conversions!(@claim $($c)::+);
+    };
+    (types = $($t:ident)::+ $(,)?) => {
+        $crate::impl_contract_conversions!(@types $($t)::+);
+    };
+    (types = $($t:ident)::+, pvc = $($p:ident)::+ $(,)?) => {
+        $crate::impl_contract_conversions!(@types $($t)::+);
+        $crate::impl_contract_conversions!(@pvc $($p)::+);
+    };
+    (types = $($t:ident)::+, claim = $($c:ident)::+ $(,)?) => {
+        $crate::impl_contract_conversions!(@types $($t)::+);
+        $crate::impl_contract_conversions!(@claim $($c)::+);
+    };
+    (@types $($t:ident)::+) => {
+        $crate::__rekon_record!($($t)::+::OwnerReference, $crate::model::OwnerReference {
+            api_version: one, kind: one, name: one, uid: one, controller: one, block_owner_deletion: one,
+        });
+        $crate::__rekon_record!($($t)::+::ObjectMeta, $crate::model::ObjectMeta {
+            namespace: one, name: one, uid: one, resource_version: one, deletion_timestamp: one,
+            deletion_grace_period_seconds: one, finalizers: one, owner_references: vec,
+            labels: one, annotations: one,
+        });
+        $crate::__rekon_record!($($t)::+::Pvc, $crate::model::Pvc { meta: one });
+        $crate::__rekon_variant!($($t)::+::PodPhase, $crate::model::PodPhase { ; Pending, Running, Succeeded, Failed, Unknown });
+        $crate::__rekon_variant!($($t)::+::VolumeSource, $crate::model::VolumeSource { PersistentVolumeClaim(one); Ephemeral });
+        $crate::__rekon_record!($($t)::+::PodVolume, $crate::model::PodVolume { name: one, source: one });
+        $crate::__rekon_record!($($t)::+::PodResourceClaim, $crate::model::PodResourceClaim {
+            name: one, resource_claim_name: one, resource_claim_template_name: one,
+        });
+        $crate::__rekon_record!($($t)::+::PodResourceClaimStatus, $crate::model::PodResourceClaimStatus {
+            name: one, resource_claim_name: one,
+        });
+        $crate::__rekon_record!($($t)::+::Pod, $crate::model::Pod {
+            meta: one, node_name: one, phase: one, volumes: vec, resource_claims: vec,
+            resource_claim_statuses: vec,
+        });
+        $crate::__rekon_record!($($t)::+::ConsumerReference, $crate::model::ConsumerReference {
+            api_group: one, resource: one, name: one, uid: one,
+        });
+        $crate::__rekon_record!($($t)::+::ResourceClaim, $crate::model::ResourceClaim {
+            meta: one, allocated: one, reserved_for: vec,
+        });
+        $crate::__rekon_record!($($t)::+::ResourceClaimTemplate, $crate::model::ResourceClaimTemplate {
+            meta: one, claim_spec_json: one,
+        });
+        $crate::__rekon_record!($($t)::+::Target, $crate::model::Target {
+            name: one, uid: one, resource_version: one,
+        });
+    };
+    (@pvc $($p:ident)::+) => {
+        $crate::__rekon_record!($($p)::+::PvcInput, $crate::model::PvcInput {
+            pvc: one, cached_pods: vec, live_pods: optvec,
+        });
+        $crate::__rekon_variant!($($p)::+::PvcAction, $crate::model::PvcAction { AddFinalizer(one), RemoveFinalizer(one);  });
+        $crate::__rekon_variant!($($p)::+::PvcDecision, $crate::model::PvcDecision { Actions(vec); NeedLivePods });
+    };
+    (@claim $($c:ident)::+) => {
+        $crate::__rekon_record!($($c)::+::PodInput, $crate::model::PodInput {
+            pod: one, claims: vec, owned_claims: vec, templates: vec,
+        });
+        $crate::__rekon_record!($($c)::+::NewClaim, $crate::model::NewClaim {
+            pod_claim_name: one, generate_name: one, template_name: one, labels: one,
+            annotations: one, owner_references: vec, claim_spec_json: one,
+        });
+        $crate::__rekon_variant!($($c)::+::StatusClaim, $crate::model::StatusClaim { Existing(one); Created, None });
+        $crate::__rekon_record!($($c)::+::DesiredClaimStatus, $crate::model::DesiredClaimStatus {
+            name: one, claim: one,
+        });
+        $crate::__rekon_record!($($c)::+::ClaimStatuses, $crate::model::ClaimStatuses {
+            pod: one, statuses: vec,
+        });
+        $crate::__rekon_record!($($c)::+::ReservationAdd, $crate::model::ReservationAdd {
+            claim: one, consumer: one,
+        });
+        $crate::__rekon_variant!($($c)::+::PodAction, $crate::model::PodAction { CreateClaim(one), SetClaimStatuses(one), Reserve(one);  });
+        $crate::__rekon_record!($($c)::+::PodDecision, $crate::model::PodDecision {
+            actions: vec, error: one,
+        });
+        $crate::__rekon_variant!($($c)::+::PodLookup, $crate::model::PodLookup { Cached(one), Live(one); NotFound, Unknown });
+        $crate::__rekon_record!($($c)::+::Reservation, $crate::model::Reservation {
+            consumer: one, deleted: one, pod: one,
+        });
+        $crate::__rekon_record!($($c)::+::ClaimInput, $crate::model::ClaimInput {
+            claim: one, reservations: vec, owner_pod: opt,
+        });
+        $crate::__rekon_record!($($c)::+::StatusUpdate, $crate::model::StatusUpdate {
+            claim: one, reserved_for: vec, clear_allocation: one,
+        });
+        $crate::__rekon_record!($($c)::+::FinalizerRemoval, $crate::model::FinalizerRemoval {
+            claim: one, finalizer: one,
+        });
+        $crate::__rekon_variant!($($c)::+::ClaimAction, $crate::model::ClaimAction { UpdateStatus(one), RemoveFinalizer(one), Delete(one);  });
+        $crate::__rekon_variant!($($c)::+::ClaimDecision, $crate::model::ClaimDecision { Actions(vec), NeedLivePods(one);  });
+    };
+}

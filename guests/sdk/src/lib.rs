@@ -1,0 +1,34 @@
+//! rekon guest SDK.
+//!
+//! - [`model`]: the `rekon:reconcile@0.1.0` records as plain Rust, for decision
+//!   logic that runs natively (unit tests, benches) and inside a component alike.
+//! - [`bindings`]: the wit-bindgen bindings of the shared `types` and `log`
+//!   interfaces, which a guest reuses through wit-bindgen's `with` option.
+//! - [`impl_contract_conversions!`]: moves between generated types and the model.
+//! - [`log`]: log through the host (a no-op when running natively).
+
+pub mod convert;
+pub mod model;
+
+/// Shared WIT types and the host log import, generated once for every guest.
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "rekon:reconcile/guest-imports@0.1.0",
+        additional_derives: [PartialEq, Eq],
+        generate_all,
+    });
+}
+
+crate::impl_contract_conversions!(types = bindings::rekon::reconcile::types);
+
+/// Log a message through the host's logger. Natively (tests), it does nothing.
+pub fn log(level: bindings::rekon::reconcile::log::Level, message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    bindings::rekon::reconcile::log::log(level, message);
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = (level, message);
+}
+
+/// The version of the WIT package this SDK targets.
+pub const CONTRACT_VERSION: &str = "0.1.0";

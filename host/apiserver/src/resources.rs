@@ -1,0 +1,320 @@
+//! The resource table: every kind the server serves and how the registry treats it.
+
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use k8s_openapi::api::{coordination, core, events, resource};
+
+/// Turns a request body into the stored form by a round trip through the k8s-openapi type:
+/// a body of the wrong shape is rejected with the path of the bad field, and fields the type
+/// does not know are dropped, as the real server prunes them for built-in kinds.
+pub type Normalize = fn(Value) -> Result<Value, String>;
+
+fn normalize<K: DeserializeOwned + Serialize>(value: Value) -> Result<Value, String> {
+    let typed: K = serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        if path == "." || path.is_empty() {
+            err.inner().to_string()
+        } else {
+            format!("{path}: {}", err.inner())
+        }
+    })?;
+    serde_json::to_value(typed).map_err(|err| err.to_string())
+}
+
+/// How the registry treats one resource.
+#[derive(Debug)]
+pub struct ResourceInfo {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub short_names: &'static [&'static str],
+    pub namespaced: bool,
+    /// Has a `/status` subresource: main writes keep status, status writes keep spec.
+    pub has_status: bool,
+    /// Status writes may also change labels and annotations (observed on v1.20 for pods and
+    /// PVCs); otherwise a status write changes status only (ResourceClaims, custom resources).
+    pub status_keeps_metadata: bool,
+    /// Deleted gracefully (pods): `deletionTimestamp = now + grace` instead of removal.
+    pub graceful: bool,
+    /// The server owns `metadata.generation` (1 on create, +1 on spec change).
+    pub manages_generation: bool,
+    /// A completed delete answers with the object instead of a `Status` (upstream
+    /// `ReturnDeletedObject`).
+    pub returns_deleted_object: bool,
+    /// Field selector labels beyond `metadata.name`/`metadata.namespace`, with the JSON pointer
+    /// of the value they select on.
+    pub selectable_fields: &'static [(&'static str, &'static str)],
+    pub normalize: Normalize,
+}
+
+impl ResourceInfo {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `pods` or `leases.coordination.k8s.io`, as upstream names a GroupResource.
+    pub fn qualified(&self) -> String {
+        qualify(self.plural, self.group)
+    }
+
+    /// `Pod` or `ResourceClaim.resource.k8s.io`, used where upstream names the Kind.
+    pub fn qualified_kind(&self) -> String {
+        qualify(self.kind, self.group)
+    }
+
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+}
+
+fn qualify(name: &str, group: &str) -> String {
+    if group.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}.{group}")
+    }
+}
+
+const POD_FIELDS: &[(&str, &str)] = &[
+    ("spec.nodeName", "/spec/nodeName"),
+    ("spec.restartPolicy", "/spec/restartPolicy"),
+    ("spec.schedulerName", "/spec/schedulerName"),
+    ("spec.serviceAccountName", "/spec/serviceAccountName"),
+    ("status.phase", "/status/phase"),
+    ("status.podIP", "/status/podIP"),
+    ("status.nominatedNodeName", "/status/nominatedNodeName"),
+];
+
+const NAMESPACE_FIELDS: &[(&str, &str)] = &[("status.phase", "/status/phase"), ("name", "/metadata/name")];
+
+const PVC_FIELDS: &[(&str, &str)] = &[("name", "/metadata/name")];
+
+const CORE_EVENT_FIELDS: &[(&str, &str)] = &[
+    ("involvedObject.kind", "/involvedObject/kind"),
+    ("involvedObject.namespace", "/involvedObject/namespace"),
+    ("involvedObject.name", "/involvedObject/name"),
+    ("involvedObject.uid", "/involvedObject/uid"),
+    ("involvedObject.apiVersion", "/involvedObject/apiVersion"),
+    ("involvedObject.resourceVersion", "/involvedObject/resourceVersion"),
+    ("involvedObject.fieldPath", "/involvedObject/fieldPath"),
+    ("reason", "/reason"),
+    ("reportingComponent", "/reportingComponent"),
+    ("source", "/source/component"),
+    ("type", "/type"),
+];
+
+const BASE: ResourceInfo = ResourceInfo {
+    group: "",
+    version: "v1",
+    kind: "",
+    plural: "",
+    singular: "",
+    short_names: &[],
+    namespaced: true,
+    has_status: false,
+    status_keeps_metadata: false,
+    graceful: false,
+    manages_generation: false,
+    returns_deleted_object: false,
+    selectable_fields: &[],
+    normalize: normalize::<core::v1::ConfigMap>,
+};
+
+/// Every served resource. Generation: pods, PVCs and ConfigMaps follow v1.20 (no server-managed
+/// generation; pods manage it only since 1.33) so the differential suite matches the real server.
+static RESOURCES: &[ResourceInfo] = &[
+    ResourceInfo {
+        kind: "Namespace",
+        plural: "namespaces",
+        singular: "namespace",
+        short_names: &["ns"],
+        namespaced: false,
+        has_status: true,
+        status_keeps_metadata: true,
+        returns_deleted_object: true,
+        selectable_fields: NAMESPACE_FIELDS,
+        normalize: normalize::<core::v1::Namespace>,
+        ..BASE
+    },
+    ResourceInfo {
+        kind: "Pod",
+        plural: "pods",
+        singular: "pod",
+        short_names: &["po"],
+        has_status: true,
+        status_keeps_metadata: true,
+        graceful: true,
+        returns_deleted_object: true,
+        selectable_fields: POD_FIELDS,
+        normalize: normalize::<core::v1::Pod>,
+        ..BASE
+    },
+    ResourceInfo {
+        kind: "PersistentVolumeClaim",
+        plural: "persistentvolumeclaims",
+        singular: "persistentvolumeclaim",
+        short_names: &["pvc"],
+        has_status: true,
+        status_keeps_metadata: true,
+        returns_deleted_object: true,
+        selectable_fields: PVC_FIELDS,
+        normalize: normalize::<core::v1::PersistentVolumeClaim>,
+        ..BASE
+    },
+    ResourceInfo {
+        kind: "ConfigMap",
+        plural: "configmaps",
+        singular: "configmap",
+        short_names: &["cm"],
+        normalize: normalize::<core::v1::ConfigMap>,
+        ..BASE
+    },
+    ResourceInfo {
+        kind: "Event",
+        plural: "events",
+        singular: "event",
+        short_names: &["ev"],
+        selectable_fields: CORE_EVENT_FIELDS,
+        normalize: normalize::<core::v1::Event>,
+        ..BASE
+    },
+    ResourceInfo {
+        group: "events.k8s.io",
+        kind: "Event",
+        plural: "events",
+        singular: "event",
+        short_names: &["ev"],
+        normalize: normalize::<events::v1::Event>,
+        ..BASE
+    },
+    ResourceInfo {
+        group: "coordination.k8s.io",
+        kind: "Lease",
+        plural: "leases",
+        singular: "lease",
+        normalize: normalize::<coordination::v1::Lease>,
+        ..BASE
+    },
+    ResourceInfo {
+        group: "resource.k8s.io",
+        kind: "ResourceClaim",
+        plural: "resourceclaims",
+        singular: "resourceclaim",
+        has_status: true,
+        manages_generation: true,
+        returns_deleted_object: true,
+        normalize: normalize::<resource::v1::ResourceClaim>,
+        ..BASE
+    },
+    ResourceInfo {
+        group: "resource.k8s.io",
+        kind: "ResourceClaimTemplate",
+        plural: "resourceclaimtemplates",
+        singular: "resourceclaimtemplate",
+        manages_generation: true,
+        returns_deleted_object: true,
+        normalize: normalize::<resource::v1::ResourceClaimTemplate>,
+        ..BASE
+    },
+    ResourceInfo {
+        group: "resource.k8s.io",
+        kind: "DeviceClass",
+        plural: "deviceclasses",
+        singular: "deviceclass",
+        namespaced: false,
+        manages_generation: true,
+        returns_deleted_object: true,
+        normalize: normalize::<resource::v1::DeviceClass>,
+        ..BASE
+    },
+];
+
+/// Index of a served resource in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceId(usize);
+
+impl ResourceId {
+    pub fn info(self) -> &'static ResourceInfo {
+        &RESOURCES[self.0]
+    }
+}
+
+pub fn all() -> impl Iterator<Item = ResourceId> {
+    (0..RESOURCES.len()).map(ResourceId)
+}
+
+pub fn by_plural(group: &str, plural: &str) -> Option<ResourceId> {
+    all().find(|id| id.info().group == group && id.info().plural == plural)
+}
+
+pub fn by_group_version_plural(group: &str, version: &str, plural: &str) -> Option<ResourceId> {
+    by_plural(group, plural).filter(|id| id.info().version == version)
+}
+
+pub fn by_kind(api_version: &str, kind: &str) -> Option<ResourceId> {
+    all().find(|id| id.info().kind == kind && id.info().api_version() == api_version)
+}
+
+/// Group versions served, in discovery order (the core group first).
+pub fn group_versions() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for id in all() {
+        let gv = (id.info().group, id.info().version);
+        if !out.contains(&gv) {
+            out.push(gv);
+        }
+    }
+    out
+}
+
+pub const NAMESPACES: &str = "namespaces";
+
+pub fn namespaces() -> ResourceId {
+    by_plural("", NAMESPACES).expect("namespaces are in the table")
+}
+
+pub fn pods() -> ResourceId {
+    by_plural("", "pods").expect("pods are in the table")
+}
+
+pub fn persistent_volume_claims() -> ResourceId {
+    by_plural("", "persistentvolumeclaims").expect("PVCs are in the table")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn normalize_prunes_unknown_fields_and_names_bad_ones() {
+        let info = pods().info();
+        let out = (info.normalize)(json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c"}], "bogus": 1}
+        }))
+        .unwrap();
+        assert!(out["spec"].get("bogus").is_none());
+        let err = (info.normalize)(json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": 5}]}
+        }))
+        .unwrap_err();
+        assert!(err.starts_with("spec.containers[0].name"), "{err}");
+    }
+
+    #[test]
+    fn lookups_agree() {
+        let lease = by_kind("coordination.k8s.io/v1", "Lease").unwrap();
+        assert_eq!(by_plural("coordination.k8s.io", "leases"), Some(lease));
+        assert_ne!(by_kind("v1", "Event"), by_kind("events.k8s.io/v1", "Event"));
+        assert_eq!(group_versions()[0], ("", "v1"));
+    }
+}

@@ -1,0 +1,282 @@
+//! Object storage: objects keyed by (resource, namespace, name), one global resourceVersion
+//! counter shared by every kind (row 1), and the bounded event history watches read (rows 16, 19).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::meta;
+use crate::resources::ResourceId;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    pub resource: ResourceId,
+    /// Empty for cluster-scoped objects.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(resource: ResourceId, namespace: &str, name: &str) -> Self {
+        ObjectKey {
+            resource,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let info = self.resource.info();
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", info.qualified(), self.name)
+        } else {
+            write!(f, "{} {}/{}", info.qualified(), self.namespace, self.name)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change.
+#[derive(Debug)]
+pub struct WatchEvent {
+    pub rv: u64,
+    pub key: ObjectKey,
+    pub event_type: EventType,
+    /// The object as watchers see it: the new state, or for DELETED the last stored state
+    /// carrying the delete's resourceVersion.
+    pub object: Value,
+    /// The stored state before this change (None for ADDED); selectors are applied to it too,
+    /// and consistent list pages rebuild older states from it.
+    pub previous: Option<Value>,
+    pub at: Instant,
+}
+
+/// The watch history no longer covers the requested resourceVersion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooOld {
+    pub requested: u64,
+    /// Oldest resourceVersion a watch can still start from.
+    pub floor: u64,
+}
+
+#[derive(Debug)]
+pub struct Objects {
+    objects: BTreeMap<ObjectKey, Value>,
+    rv: u64,
+    history: VecDeque<Arc<WatchEvent>>,
+    /// A watch from resourceVersion N is served iff N >= floor: every event after the floor is
+    /// still in the history.
+    floor: u64,
+    history_limit: usize,
+}
+
+impl Objects {
+    pub fn new(history_limit: usize) -> Self {
+        Objects {
+            objects: BTreeMap::new(),
+            rv: 0,
+            history: VecDeque::new(),
+            floor: 0,
+            history_limit: history_limit.max(1),
+        }
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&Value> {
+        self.objects.get(key)
+    }
+
+    /// Objects of one resource (in one namespace, if given), sorted by namespace and name.
+    pub fn iter_resource(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+    ) -> impl Iterator<Item = (&ObjectKey, &Value)> {
+        let start = ObjectKey::new(resource, namespace.unwrap_or(""), "");
+        self.objects
+            .range(start..)
+            .take_while(move |(k, _)| {
+                k.resource == resource && namespace.is_none_or(|ns| k.namespace == ns)
+            })
+    }
+
+    pub fn iter_all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
+        self.objects.iter()
+    }
+
+    /// Stores `object` under a new resourceVersion and records the event; returns the stored
+    /// object.
+    pub fn put(&mut self, key: ObjectKey, mut object: Value) -> Value {
+        self.rv += 1;
+        meta::set_resource_version(&mut object, self.rv);
+        let previous = self.objects.insert(key.clone(), object.clone());
+        let event_type = if previous.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.record(key, event_type, object.clone(), previous);
+        object
+    }
+
+    /// Removes the object; the DELETED event carries its last state with a new resourceVersion.
+    /// Returns the stored state as it was before the delete.
+    pub fn remove(&mut self, key: &ObjectKey) -> Option<Value> {
+        let stored = self.objects.remove(key)?;
+        self.rv += 1;
+        let mut tombstone = stored.clone();
+        meta::set_resource_version(&mut tombstone, self.rv);
+        self.record(key.clone(), EventType::Deleted, tombstone, Some(stored.clone()));
+        Some(stored)
+    }
+
+    fn record(&mut self, key: ObjectKey, event_type: EventType, object: Value, previous: Option<Value>) {
+        self.history.push_back(Arc::new(WatchEvent {
+            rv: self.rv,
+            key,
+            event_type,
+            object,
+            previous,
+            at: Instant::now(),
+        }));
+        while self.history.len() > self.history_limit {
+            if let Some(dropped) = self.history.pop_front() {
+                self.floor = dropped.rv;
+            }
+        }
+    }
+
+    /// Every event with a resourceVersion above `rv`, oldest first.
+    pub fn events_since(&self, rv: u64) -> Result<Vec<Arc<WatchEvent>>, TooOld> {
+        if rv < self.floor {
+            return Err(TooOld {
+                requested: rv,
+                floor: self.floor,
+            });
+        }
+        let start = self.history.partition_point(|e| e.rv <= rv);
+        Ok(self.history.range(start..).cloned().collect())
+    }
+
+    /// Forgets the history: watches and continue tokens from before now expire (410).
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.floor = self.rv;
+    }
+
+    /// The objects of `resource` as they were at resourceVersion `rv`, rebuilt from the current
+    /// state by undoing newer events (consistent list pages, `resourceVersionMatch=Exact`).
+    pub fn state_at(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        rv: u64,
+    ) -> Result<BTreeMap<ObjectKey, Value>, TooOld> {
+        let newer = self.events_since(rv)?;
+        let mut state: BTreeMap<ObjectKey, Value> = self
+            .iter_resource(resource, namespace)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for event in newer.iter().rev() {
+            let key = &event.key;
+            if key.resource != resource || namespace.is_some_and(|ns| key.namespace != ns) {
+                continue;
+            }
+            match &event.previous {
+                Some(previous) => {
+                    state.insert(key.clone(), previous.clone());
+                }
+                None => {
+                    state.remove(key);
+                }
+            }
+        }
+        Ok(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources;
+    use serde_json::json;
+
+    fn cm(name: &str, v: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "d"}, "data": {"v": v}})
+    }
+
+    #[test]
+    fn one_global_counter_and_ordered_events() {
+        let cms = resources::by_plural("", "configmaps").unwrap();
+        let mut objs = Objects::new(100);
+        let k = ObjectKey::new(cms, "d", "a");
+        objs.put(k.clone(), cm("a", "1"));
+        objs.put(k.clone(), cm("a", "2"));
+        objs.remove(&k);
+        let events = objs.events_since(0).unwrap();
+        let kinds: Vec<_> = events.iter().map(|e| (e.rv, e.event_type)).collect();
+        assert_eq!(
+            kinds,
+            vec![(1, EventType::Added), (2, EventType::Modified), (3, EventType::Deleted)]
+        );
+        assert_eq!(events[2].object["metadata"]["resourceVersion"], "3");
+        assert_eq!(events[2].object["data"]["v"], "2");
+    }
+
+    #[test]
+    fn bounded_history_expires_old_watches() {
+        let cms = resources::by_plural("", "configmaps").unwrap();
+        let mut objs = Objects::new(2);
+        for i in 0..5 {
+            objs.put(ObjectKey::new(cms, "d", &format!("c{i}")), cm("c", "x"));
+        }
+        assert_eq!(objs.events_since(2), Err(TooOld { requested: 2, floor: 3 }));
+        assert_eq!(objs.events_since(3).unwrap().len(), 2);
+        objs.compact();
+        assert!(objs.events_since(4).is_err());
+        assert!(objs.events_since(5).unwrap().is_empty());
+    }
+
+    #[test]
+    fn state_at_undoes_newer_events() {
+        let cms = resources::by_plural("", "configmaps").unwrap();
+        let mut objs = Objects::new(100);
+        let a = ObjectKey::new(cms, "d", "a");
+        let b = ObjectKey::new(cms, "d", "b");
+        objs.put(a.clone(), cm("a", "1"));
+        objs.put(a.clone(), cm("a", "2"));
+        objs.put(b.clone(), cm("b", "1"));
+        objs.remove(&a);
+        let at2 = objs.state_at(cms, None, 2).unwrap();
+        assert_eq!(at2.len(), 1);
+        assert_eq!(at2[&a]["data"]["v"], "2");
+        assert_eq!(at2[&a]["metadata"]["resourceVersion"], "2");
+    }
+}

@@ -1,0 +1,8 @@
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`rekon apiserver` is not implemented yet")
+}

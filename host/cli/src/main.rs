@@ -1,0 +1,50 @@
+//! `rekon`: the controller host whose decisions run as WebAssembly components.
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+#[derive(Parser)]
+#[command(name = "rekon", version, about = "Kubernetes controllers with hot-swappable WebAssembly decisions")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one decision of a guest on an input file and print its actions as JSON.
+    Eval(cmd::eval::Args),
+    /// Run table-driven case files against a guest.
+    Test(cmd::test::Args),
+    /// Run the embedded Kubernetes API server until interrupted.
+    Apiserver(cmd::apiserver::Args),
+    /// Run the controllers against a cluster (or the embedded API server).
+    Run(cmd::run::Args),
+    /// Run the controllers on a state file until they converge; print the final state.
+    Simulate(cmd::simulate::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Eval(args) => cmd::eval::run(args).await,
+            Command::Test(args) => cmd::test::run(args).await,
+            Command::Apiserver(args) => cmd::apiserver::run(args).await,
+            Command::Run(args) => cmd::run::run(args).await,
+            Command::Simulate(args) => cmd::simulate::run(args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! The contract between the host and its guests.
+//!
+//! - [`bindings`]: the wasmtime `bindgen!` of every supported `rekon:reconcile`
+//!   version, and the moves between the generated types and [`model`].
+//! - `project`: k8s-openapi objects -> the projected model records guests decide on.
+//!
+//! Hosts decide on [`model`] values (re-exported from the guest SDK so a reference
+//! guest's native logic and the host share one definition).
+
+pub mod bindings;
+pub mod project;
+
+pub use bindings::{ContractVersion, PACKAGE, SUPPORTED_VERSIONS};
+pub use rekon_guest::model;
+
+/// The newest supported version: what new code binds by default.
+pub use bindings::v0_1_0 as current;

@@ -1,0 +1,358 @@
+//! A projected, indexed informer cache fed by a kube-runtime watcher.
+//!
+//! The watcher does the list/watch/re-list dance (including the in-stream 410);
+//! this module keeps only the projection of each object, maintains secondary
+//! indexes, and turns watcher events into `Change`s for the controllers' event
+//! handlers. Objects that vanish across a re-list are reported as deletions of
+//! their last known state (client-go's tombstones).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+/// `namespace/name` of a namespaced object.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// Parses `namespace/name`.
+    pub fn parse(key: &str) -> Option<Self> {
+        let (ns, name) = key.split_once('/')?;
+        (!ns.is_empty() && !name.is_empty()).then(|| Self::new(ns, name))
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+impl fmt::Debug for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// What a cache stores: the projection of one object.
+pub trait Projection: Send + Sync + 'static {
+    fn key(&self) -> ObjectKey;
+}
+
+/// A change the cache applied, handed to event handlers after the store is updated.
+pub enum Change<P> {
+    Applied { old: Option<Arc<P>>, new: Arc<P> },
+    Deleted(Arc<P>),
+}
+
+type IndexFn<P> = fn(&P) -> Vec<String>;
+
+struct Index<P> {
+    name: &'static str,
+    values_of: IndexFn<P>,
+    keys_by_value: HashMap<String, HashSet<ObjectKey>>,
+}
+
+struct Inner<P> {
+    objects: HashMap<ObjectKey, Arc<P>>,
+    indexes: Vec<Index<P>>,
+}
+
+/// The cache of one resource type.
+pub struct Cache<P> {
+    inner: RwLock<Inner<P>>,
+    synced: AtomicBool,
+    synced_notify: Notify,
+}
+
+impl<P: Projection> Cache<P> {
+    pub fn new() -> Self {
+        Self {
+            inner: RwLock::new(Inner {
+                objects: HashMap::new(),
+                indexes: Vec::new(),
+            }),
+            synced: AtomicBool::new(false),
+            synced_notify: Notify::new(),
+        }
+    }
+
+    /// Adds a secondary index; `values_of` yields the index values of an object.
+    pub fn with_index(self, name: &'static str, values_of: IndexFn<P>) -> Self {
+        self.inner.write().unwrap().indexes.push(Index {
+            name,
+            values_of,
+            keys_by_value: HashMap::new(),
+        });
+        self
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<P>> {
+        self.inner.read().unwrap().objects.get(key).cloned()
+    }
+
+    /// Objects whose index `index` yields `value`, sorted by key.
+    pub fn by_index(&self, index: &str, value: &str) -> Vec<Arc<P>> {
+        let inner = self.inner.read().unwrap();
+        let Some(idx) = inner.indexes.iter().find(|i| i.name == index) else {
+            panic!("cache has no index named {index:?}");
+        };
+        let mut keys: Vec<&ObjectKey> = idx
+            .keys_by_value
+            .get(value)
+            .map(|keys| keys.iter().collect())
+            .unwrap_or_default();
+        keys.sort();
+        keys.into_iter()
+            .filter_map(|k| inner.objects.get(k).cloned())
+            .collect()
+    }
+
+    /// Every object, sorted by key.
+    pub fn list(&self) -> Vec<Arc<P>> {
+        let inner = self.inner.read().unwrap();
+        let mut all: Vec<_> = inner.objects.iter().collect();
+        all.sort_by(|a, b| a.0.cmp(b.0));
+        all.into_iter().map(|(_, v)| v.clone()).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.read().unwrap().objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Waits until the first full list has been applied.
+    pub async fn wait_synced(&self) {
+        loop {
+            let notified = self.synced_notify.notified();
+            if self.is_synced() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Inserts or replaces one object; returns the previous state.
+    pub fn apply(&self, obj: P) -> Change<P> {
+        let new = Arc::new(obj);
+        let key = new.key();
+        let mut inner = self.inner.write().unwrap();
+        let old = inner.objects.insert(key.clone(), new.clone());
+        if let Some(old) = &old {
+            inner.unindex(&key, old);
+        }
+        inner.index(&key, &new);
+        Change::Applied { old, new }
+    }
+
+    /// Removes one object; `None` if it was not cached.
+    pub fn delete(&self, key: &ObjectKey) -> Option<Change<P>> {
+        let mut inner = self.inner.write().unwrap();
+        let old = inner.objects.remove(key)?;
+        inner.unindex(key, &old);
+        Some(Change::Deleted(old))
+    }
+
+    /// Replaces the whole content after a (re-)list; objects not listed again
+    /// are reported deleted with their last known state.
+    pub fn replace(&self, objs: Vec<P>) -> Vec<Change<P>> {
+        let mut listed: HashSet<ObjectKey> = HashSet::with_capacity(objs.len());
+        let mut changes = Vec::with_capacity(objs.len());
+        for obj in objs {
+            listed.insert(obj.key());
+            changes.push(self.apply(obj));
+        }
+        let gone: Vec<ObjectKey> = {
+            let inner = self.inner.read().unwrap();
+            inner
+                .objects
+                .keys()
+                .filter(|k| !listed.contains(*k))
+                .cloned()
+                .collect()
+        };
+        changes.extend(gone.iter().filter_map(|k| self.delete(k)));
+        self.synced.store(true, Ordering::Release);
+        self.synced_notify.notify_waiters();
+        changes
+    }
+}
+
+impl<P: Projection> Default for Cache<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P> Inner<P> {
+    fn index(&mut self, key: &ObjectKey, obj: &P) {
+        for idx in &mut self.indexes {
+            for value in (idx.values_of)(obj) {
+                idx.keys_by_value
+                    .entry(value)
+                    .or_default()
+                    .insert(key.clone());
+            }
+        }
+    }
+
+    fn unindex(&mut self, key: &ObjectKey, obj: &P) {
+        for idx in &mut self.indexes {
+            for value in (idx.values_of)(obj) {
+                if let Some(keys) = idx.keys_by_value.get_mut(&value) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        idx.keys_by_value.remove(&value);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Feeds `cache` from a watch of `api` until the stream ends (never, unless the
+/// task is aborted), projecting each object with `project` and passing every
+/// change to `on_change`.
+pub async fn reflect<K, P, F, H>(api: Api<K>, cache: Arc<Cache<P>>, project: F, on_change: H)
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + 'static,
+    P: Projection,
+    F: Fn(&K) -> P,
+    H: Fn(Change<P>),
+{
+    let mut relist: Option<Vec<P>> = None;
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => {
+                // The backoff re-lists; nothing to do but say so.
+                tracing::warn!(error = %err, "watch failed; retrying with backoff");
+                continue;
+            }
+        };
+        match event {
+            watcher::Event::Init => relist = Some(Vec::new()),
+            watcher::Event::InitApply(obj) => {
+                relist.get_or_insert_with(Vec::new).push(project(&obj));
+            }
+            watcher::Event::InitDone => {
+                for change in cache.replace(relist.take().unwrap_or_default()) {
+                    on_change(change);
+                }
+            }
+            watcher::Event::Apply(obj) => on_change(cache.apply(project(&obj))),
+            watcher::Event::Delete(obj) => {
+                let projected = project(&obj);
+                match cache.delete(&projected.key()) {
+                    Some(change) => on_change(change),
+                    None => on_change(Change::Deleted(Arc::new(projected))),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Obj {
+        ns: &'static str,
+        name: &'static str,
+        tag: &'static str,
+    }
+
+    impl Projection for Obj {
+        fn key(&self) -> ObjectKey {
+            ObjectKey::new(self.ns, self.name)
+        }
+    }
+
+    fn by_tag(o: &Obj) -> Vec<String> {
+        vec![format!("{}/{}", o.ns, o.tag)]
+    }
+
+    fn obj(name: &'static str, tag: &'static str) -> Obj {
+        Obj { ns: "ns", name, tag }
+    }
+
+    #[test]
+    fn index_follows_updates_and_deletes() {
+        let cache = Cache::new().with_index("tag", by_tag);
+        cache.apply(obj("a", "x"));
+        cache.apply(obj("b", "x"));
+        assert_eq!(cache.by_index("tag", "ns/x").len(), 2);
+        cache.apply(obj("a", "y"));
+        assert_eq!(cache.by_index("tag", "ns/x")[0].name, "b");
+        assert_eq!(cache.by_index("tag", "ns/y")[0].name, "a");
+        cache.delete(&ObjectKey::new("ns", "b"));
+        assert!(cache.by_index("tag", "ns/x").is_empty());
+    }
+
+    #[test]
+    fn apply_reports_the_old_state() {
+        let cache = Cache::new();
+        assert!(matches!(cache.apply(obj("a", "x")), Change::Applied { old: None, .. }));
+        match cache.apply(obj("a", "y")) {
+            Change::Applied { old: Some(old), new } => {
+                assert_eq!((old.tag, new.tag), ("x", "y"));
+            }
+            _ => panic!("expected an update"),
+        }
+    }
+
+    #[test]
+    fn relist_reports_vanished_objects_as_deleted_with_last_state() {
+        let cache = Cache::new().with_index("tag", by_tag);
+        cache.apply(obj("a", "x"));
+        cache.apply(obj("gone", "z"));
+        assert!(!cache.is_synced());
+        let changes = cache.replace(vec![obj("a", "x2")]);
+        assert!(cache.is_synced());
+        let deleted: Vec<_> = changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Deleted(o) => Some(o.name),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deleted, vec!["gone"]);
+        assert!(cache.by_index("tag", "ns/z").is_empty());
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn object_keys_parse_and_print() {
+        let key = ObjectKey::parse("ns/name").unwrap();
+        assert_eq!(key.to_string(), "ns/name");
+        assert!(ObjectKey::parse("nons").is_none());
+        assert!(ObjectKey::parse("/x").is_none());
+    }
+}

@@ -1,0 +1,139 @@
+//! The decision journal: one JSON line per guest decision and per API write.
+//!
+//! `rekon simulate --journal` writes it to a file; tests read it in memory. It is
+//! what makes a run explainable: which guest (by digest) decided what on which
+//! input, and which conditional writes followed with which status code.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The preconditions a write carried.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preconditions {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Entry {
+    Decision {
+        controller: String,
+        key: String,
+        guest: String,
+        digest: String,
+        input: Value,
+        /// The decision as the guest returned it (model serde form), or the error.
+        outcome: Value,
+    },
+    Write {
+        controller: String,
+        key: String,
+        /// create | update | patch | delete | get | list
+        verb: String,
+        resource: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        subresource: Option<String>,
+        namespace: String,
+        name: String,
+        preconditions: Preconditions,
+        /// HTTP status code of the answer (0 when no answer arrived).
+        code: u16,
+    },
+}
+
+impl Entry {
+    pub fn is_write(&self) -> bool {
+        matches!(self, Entry::Write { .. })
+    }
+}
+
+/// Where journal entries go: memory (always) and optionally a JSONL sink.
+#[derive(Default)]
+pub struct Journal {
+    entries: Mutex<Vec<Entry>>,
+    sink: Mutex<Option<Box<dyn Write + Send>>>,
+}
+
+impl Journal {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also write every entry as a JSON line to `sink`.
+    pub fn with_sink(sink: Box<dyn Write + Send>) -> Self {
+        Self {
+            entries: Mutex::new(Vec::new()),
+            sink: Mutex::new(Some(sink)),
+        }
+    }
+
+    pub fn record(&self, entry: Entry) {
+        if let Some(sink) = self.sink.lock().unwrap().as_mut() {
+            let line = serde_json::to_string(&entry).expect("journal entries serialise");
+            if let Err(err) = writeln!(sink, "{line}").and_then(|_| sink.flush()) {
+                tracing::warn!(error = %err, "could not write the journal");
+            }
+        }
+        self.entries.lock().unwrap().push(entry);
+    }
+
+    /// A copy of every entry so far.
+    pub fn entries(&self) -> Vec<Entry> {
+        self.entries.lock().unwrap().clone()
+    }
+
+    /// The write entries, in order.
+    pub fn writes(&self) -> Vec<Entry> {
+        self.entries().into_iter().filter(Entry::is_write).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().write(buf)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn entries_are_json_lines_with_a_type_tag() {
+        let out = Shared::default();
+        let journal = Journal::with_sink(Box::new(out.clone()));
+        journal.record(Entry::Write {
+            controller: "pvc-protection".into(),
+            key: "ns/data".into(),
+            verb: "patch".into(),
+            resource: "persistentvolumeclaims".into(),
+            subresource: None,
+            namespace: "ns".into(),
+            name: "data".into(),
+            preconditions: Preconditions {
+                uid: None,
+                resource_version: Some("7".into()),
+            },
+            code: 200,
+        });
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let line: Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(line["type"], "write");
+        assert_eq!(line["preconditions"]["resourceVersion"], "7");
+        assert!(line["preconditions"].get("uid").is_none());
+        assert_eq!(journal.writes().len(), 1);
+    }
+}
