@@ -1,1 +1,2 @@
 pub mod conformance;
+pub mod sim;

@@ -72,12 +72,16 @@ macro_rules! __rekon_variant {
 /// generated for `rekon:reconcile@0.1.0`, given the paths of the generated
 /// `types`, `pvc-decider` and `claim-decider` modules.
 ///
-/// ```ignore
+/// ```text
+/// // host side: every interface
 /// rekon_guest::impl_contract_conversions!(
 ///     types = bindings::rekon::reconcile::types,
 ///     pvc = bindings::exports::rekon::reconcile::pvc_decider,
 ///     claim = bindings::exports::rekon::reconcile::claim_decider,
 /// );
+/// // guest side: `types` is mapped onto `rekon_guest::bindings` through
+/// // wit-bindgen's `with`, whose conversions this crate already implements
+/// rekon_guest::impl_contract_conversions!(pvc = exports::rekon::reconcile::pvc_decider);
 /// ```
 #[macro_export]
 macro_rules! impl_contract_conversions {
@@ -95,6 +99,14 @@ macro_rules! impl_contract_conversions {
     };
     (types = $($t:ident)::+, claim = $($c:ident)::+ $(,)?) => {
         $crate::impl_contract_conversions!(@types $($t)::+);
+        $crate::impl_contract_conversions!(@claim $($c)::+);
+    };
+    // A guest crate: the shared types are converted inside rekon-guest already,
+    // so it only names its own world's exported interface.
+    (pvc = $($p:ident)::+ $(,)?) => {
+        $crate::impl_contract_conversions!(@pvc $($p)::+);
+    };
+    (claim = $($c:ident)::+ $(,)?) => {
         $crate::impl_contract_conversions!(@claim $($c)::+);
     };
     (@types $($t:ident)::+) => {
@@ -178,4 +190,231 @@ macro_rules! impl_contract_conversions {
         $crate::__rekon_variant!($($c)::+::ClaimAction, $crate::model::ClaimAction { UpdateStatus(one), RemoveFinalizer(one), Delete(one);  });
         $crate::__rekon_variant!($($c)::+::ClaimDecision, $crate::model::ClaimDecision { Actions(vec), NeedLivePods(one);  });
     };
+}
+
+#[cfg(test)]
+mod tests {
+    //! Round trips model → generated → model through both guest-side macro arms,
+    //! with the worlds' bindings generated natively the way a guest crate does.
+
+    use crate::model::*;
+
+    mod pvc_world {
+        wit_bindgen::generate!({
+            path: "../../wit",
+            world: "rekon:reconcile/pvc-protection@0.1.0",
+            with: {
+                "rekon:reconcile/types@0.1.0": crate::bindings::rekon::reconcile::types,
+                "rekon:reconcile/log@0.1.0": crate::bindings::rekon::reconcile::log,
+            },
+        });
+    }
+
+    mod claim_world {
+        wit_bindgen::generate!({
+            path: "../../wit",
+            world: "rekon:reconcile/resource-claim@0.1.0",
+            with: {
+                "rekon:reconcile/types@0.1.0": crate::bindings::rekon::reconcile::types,
+                "rekon:reconcile/log@0.1.0": crate::bindings::rekon::reconcile::log,
+            },
+        });
+    }
+
+    crate::impl_contract_conversions!(pvc = pvc_world::exports::rekon::reconcile::pvc_decider);
+    crate::impl_contract_conversions!(
+        claim = claim_world::exports::rekon::reconcile::claim_decider
+    );
+
+    use claim_world::exports::rekon::reconcile::claim_decider as claim_gen;
+    use pvc_world::exports::rekon::reconcile::pvc_decider as pvc_gen;
+
+    fn round_trip<G, M>(value: M) -> M
+    where
+        M: Clone + Into<G>,
+        G: Into<M>,
+    {
+        let generated: G = value.into();
+        generated.into()
+    }
+
+    /// A pod with every field set to something other than its default.
+    fn full_pod() -> Pod {
+        Pod {
+            meta: ObjectMeta {
+                namespace: "ns".into(),
+                name: "p".into(),
+                uid: "pu".into(),
+                resource_version: "7".into(),
+                deletion_timestamp: Some("2026-01-01T00:00:00Z".into()),
+                deletion_grace_period_seconds: Some(30),
+                finalizers: vec!["f".into()],
+                owner_references: vec![OwnerReference {
+                    api_version: "apps/v1".into(),
+                    kind: "ReplicaSet".into(),
+                    name: "rs".into(),
+                    uid: "ru".into(),
+                    controller: true,
+                    block_owner_deletion: true,
+                }],
+                labels: vec![("app".into(), "web".into())],
+                annotations: vec![("note".into(), "x".into())],
+            },
+            node_name: "node-1".into(),
+            phase: PodPhase::Failed,
+            volumes: vec![
+                PodVolume {
+                    name: "data".into(),
+                    source: VolumeSource::PersistentVolumeClaim("claim".into()),
+                },
+                PodVolume {
+                    name: "scratch".into(),
+                    source: VolumeSource::Ephemeral,
+                },
+            ],
+            resource_claims: vec![PodResourceClaim {
+                name: "gpu".into(),
+                resource_claim_name: None,
+                resource_claim_template_name: Some("tpl".into()),
+            }],
+            resource_claim_statuses: vec![PodResourceClaimStatus {
+                name: "gpu".into(),
+                resource_claim_name: Some("p-gpu-x".into()),
+            }],
+        }
+    }
+
+    fn target() -> Target {
+        Target {
+            name: "c".into(),
+            uid: "cu".into(),
+            resource_version: "9".into(),
+        }
+    }
+
+    #[test]
+    fn pvc_input_and_decisions_round_trip() {
+        let input = PvcInput {
+            pvc: Pvc {
+                meta: full_pod().meta,
+            },
+            cached_pods: vec![full_pod()],
+            live_pods: Some(vec![full_pod(), Pod::default()]),
+        };
+        assert_eq!(round_trip::<pvc_gen::PvcInput, _>(input.clone()), input);
+        for decision in [
+            PvcDecision::NeedLivePods,
+            PvcDecision::Actions(vec![
+                PvcAction::AddFinalizer(target()),
+                PvcAction::RemoveFinalizer(target()),
+            ]),
+        ] {
+            assert_eq!(
+                round_trip::<pvc_gen::PvcDecision, _>(decision.clone()),
+                decision
+            );
+        }
+    }
+
+    #[test]
+    fn pod_input_and_decision_round_trip() {
+        let claim = ResourceClaim {
+            meta: full_pod().meta,
+            allocated: true,
+            reserved_for: vec![full_pod().consumer()],
+        };
+        let input = PodInput {
+            pod: full_pod(),
+            claims: vec![claim.clone()],
+            owned_claims: vec![claim],
+            templates: vec![ResourceClaimTemplate {
+                meta: full_pod().meta,
+                claim_spec_json: "{}".into(),
+            }],
+        };
+        assert_eq!(round_trip::<claim_gen::PodInput, _>(input.clone()), input);
+        let decision = PodDecision {
+            actions: vec![
+                PodAction::CreateClaim(NewClaim {
+                    pod_claim_name: "gpu".into(),
+                    generate_name: "p-gpu-".into(),
+                    template_name: "tpl".into(),
+                    labels: vec![("a".into(), "b".into())],
+                    annotations: vec![("c".into(), "d".into())],
+                    owner_references: full_pod().meta.owner_references,
+                    claim_spec_json: "{}".into(),
+                }),
+                PodAction::SetClaimStatuses(ClaimStatuses {
+                    pod: target(),
+                    statuses: vec![
+                        DesiredClaimStatus {
+                            name: "a".into(),
+                            claim: StatusClaim::Existing("x".into()),
+                        },
+                        DesiredClaimStatus {
+                            name: "b".into(),
+                            claim: StatusClaim::Created,
+                        },
+                        DesiredClaimStatus {
+                            name: "c".into(),
+                            claim: StatusClaim::None,
+                        },
+                    ],
+                }),
+                PodAction::Reserve(ReservationAdd {
+                    claim: target(),
+                    consumer: full_pod().consumer(),
+                }),
+            ],
+            error: Some("boom".into()),
+        };
+        assert_eq!(
+            round_trip::<claim_gen::PodDecision, _>(decision.clone()),
+            decision
+        );
+    }
+
+    #[test]
+    fn claim_input_and_decisions_round_trip() {
+        let reservation = |pod| Reservation {
+            consumer: full_pod().consumer(),
+            deleted: true,
+            pod,
+        };
+        let input = ClaimInput {
+            claim: ResourceClaim {
+                meta: full_pod().meta,
+                allocated: true,
+                reserved_for: vec![full_pod().consumer()],
+            },
+            reservations: vec![
+                reservation(PodLookup::Cached(full_pod())),
+                reservation(PodLookup::Live(full_pod())),
+                reservation(PodLookup::NotFound),
+                reservation(PodLookup::Unknown),
+            ],
+            owner_pod: Some(full_pod()),
+        };
+        assert_eq!(round_trip::<claim_gen::ClaimInput, _>(input.clone()), input);
+        for decision in [
+            ClaimDecision::NeedLivePods(vec!["a".into(), "b".into()]),
+            ClaimDecision::Actions(vec![
+                ClaimAction::UpdateStatus(StatusUpdate {
+                    claim: target(),
+                    reserved_for: vec![full_pod().consumer()],
+                    clear_allocation: true,
+                }),
+                ClaimAction::RemoveFinalizer(FinalizerRemoval {
+                    claim: target(),
+                    finalizer: "f".into(),
+                }),
+                ClaimAction::Delete(target()),
+            ]),
+        ] {
+            assert_eq!(
+                round_trip::<claim_gen::ClaimDecision, _>(decision.clone()),
+                decision
+            );
+        }
+    }
 }

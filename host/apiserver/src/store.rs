@@ -257,7 +257,7 @@ mod tests {
         for i in 0..5 {
             objs.put(ObjectKey::new(cms, "d", &format!("c{i}")), cm("c", "x"));
         }
-        assert_eq!(objs.events_since(2), Err(TooOld { requested: 2, floor: 3 }));
+        assert_eq!(objs.events_since(2).unwrap_err(), TooOld { requested: 2, floor: 3 });
         assert_eq!(objs.events_since(3).unwrap().len(), 2);
         objs.compact();
         assert!(objs.events_since(4).is_err());

@@ -3,10 +3,18 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod demo;
+mod guest_io;
+mod guests;
+mod line_diff;
+mod logging;
 
 #[derive(Parser)]
 #[command(name = "rekon", version, about = "Kubernetes controllers with hot-swappable WebAssembly decisions")]
 struct Cli {
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value_t = logging::LogFormat::Text, env = "REKON_LOG_FORMAT")]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -27,6 +35,7 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -188,6 +188,52 @@ pub fn project_template(
     })
 }
 
+/// Approximate bytes a projected pod occupies (the struct plus the heap it owns),
+/// for the cache budget (<= 2 KiB per cached pod).
+pub fn pod_footprint(pod: &model::Pod) -> usize {
+    fn s(v: &String) -> usize {
+        v.capacity()
+    }
+    fn opt(v: &Option<String>) -> usize {
+        v.as_ref().map_or(0, String::capacity)
+    }
+    fn vec_of<T>(v: &[T], cap: usize, each: impl Fn(&T) -> usize) -> usize {
+        cap * std::mem::size_of::<T>() + v.iter().map(each).sum::<usize>()
+    }
+    let m = &pod.meta;
+    let meta = s(&m.namespace)
+        + s(&m.name)
+        + s(&m.uid)
+        + s(&m.resource_version)
+        + opt(&m.deletion_timestamp)
+        + vec_of(&m.finalizers, m.finalizers.capacity(), s)
+        + vec_of(&m.owner_references, m.owner_references.capacity(), |o| {
+            s(&o.api_version) + s(&o.kind) + s(&o.name) + s(&o.uid)
+        })
+        + vec_of(&m.labels, m.labels.capacity(), |(k, v)| s(k) + s(v))
+        + vec_of(&m.annotations, m.annotations.capacity(), |(k, v)| {
+            s(k) + s(v)
+        });
+    std::mem::size_of::<model::Pod>()
+        + meta
+        + s(&pod.node_name)
+        + vec_of(&pod.volumes, pod.volumes.capacity(), |v| {
+            s(&v.name)
+                + match &v.source {
+                    model::VolumeSource::PersistentVolumeClaim(c) => s(c),
+                    model::VolumeSource::Ephemeral => 0,
+                }
+        })
+        + vec_of(&pod.resource_claims, pod.resource_claims.capacity(), |c| {
+            s(&c.name) + opt(&c.resource_claim_name) + opt(&c.resource_claim_template_name)
+        })
+        + vec_of(
+            &pod.resource_claim_statuses,
+            pod.resource_claim_statuses.capacity(),
+            |c| s(&c.name) + opt(&c.resource_claim_name),
+        )
+}
+
 fn project_owner_reference(o: &K8sOwnerReference) -> model::OwnerReference {
     model::OwnerReference {
         api_version: o.api_version.clone(),
@@ -266,7 +312,10 @@ mod tests {
         let m = project_meta(&meta);
         assert_eq!((m.namespace.as_str(), m.name.as_str()), ("ns", "a"));
         assert_eq!((m.uid.as_str(), m.resource_version.as_str()), ("u1", "42"));
-        assert_eq!(m.deletion_timestamp.as_deref(), Some("2024-05-06T07:08:09Z"));
+        assert_eq!(
+            m.deletion_timestamp.as_deref(),
+            Some("2024-05-06T07:08:09Z")
+        );
         assert_eq!(m.deletion_grace_period_seconds, Some(0));
         assert_eq!(m.finalizers, ["f1", "f2"]);
         assert!(m.owner_references[0].controller);
@@ -424,6 +473,74 @@ mod tests {
             "ephemeral containers count"
         );
         assert!(!any_container_running(&pod(json!({"metadata": {}}))));
+    }
+
+    /// A pod as a Deployment creates it, after kubectl apply and a kubelet status.
+    fn realistic_pod() -> Pod {
+        let container = |name: &str| {
+            json!({
+                "name": name, "image": format!("registry.example.com/team/{name}:v1.2.3"),
+                "args": ["--listen=:8080", "--log-level=info"],
+                "env": [{"name": "MODE", "value": "production"}, {"name": "REGION", "value": "eu-west-1"}],
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                                 {"name": "kube-api-access-x7k2q", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]
+            })
+        };
+        let status = |name: &str| {
+            json!({"name": name, "image": "i", "imageID": "sha256:0123456789abcdef", "ready": true,
+                   "restartCount": 0, "started": true, "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}}})
+        };
+        pod(json!({
+            "metadata": {
+                "namespace": "payments", "name": "checkout-7d9f8b6c5d-x7k2q",
+                "generateName": "checkout-7d9f8b6c5d-",
+                "uid": "0b7e4a3c-5d2f-4e1a-9c8b-7a6d5e4f3c2b", "resourceVersion": "123456789",
+                "labels": {"app": "checkout", "pod-template-hash": "7d9f8b6c5d", "tier": "backend"},
+                "annotations": {
+                    "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(3000),
+                    "prometheus.io/scrape": "true"
+                },
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": "checkout-7d9f8b6c5d", "uid": "1c8f5b4d-6e3a-4f2b-8d9c-8b7e6f5a4d3c",
+                    "controller": true, "blockOwnerDeletion": true}],
+                "managedFields": [{"manager": "kube-controller-manager", "operation": "Update",
+                    "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]
+            },
+            "spec": {
+                "nodeName": "worker-node-3.eu-west-1.compute.internal",
+                "containers": [container("app"), container("sidecar")],
+                "volumes": [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "checkout-data"}},
+                    {"name": "kube-api-access-x7k2q", "projected": {"sources": [
+                        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}
+                ]
+            },
+            "status": {
+                "phase": "Running", "podIP": "10.0.3.17", "hostIP": "192.168.1.3",
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [status("app"), status("sidecar")]
+            }
+        }))
+    }
+
+    #[test]
+    fn a_projected_realistic_pod_fits_the_cache_budget() {
+        let full = realistic_pod();
+        let projected = project_pod(&full);
+        let footprint = pod_footprint(&projected);
+        let full_json = serde_json::to_vec(&full).unwrap().len();
+        assert!(footprint <= 2048, "projected pod takes {footprint} bytes");
+        assert!(
+            footprint * 3 < full_json,
+            "projection ({footprint} B) should be far smaller than the object ({full_json} B)"
+        );
+        // The footprint counts what the projection keeps.
+        let mut bigger = projected.clone();
+        let before = pod_footprint(&bigger);
+        bigger.meta.labels.push(("k".repeat(100), "v".repeat(100)));
+        assert!(pod_footprint(&bigger) >= before + 200);
     }
 
     #[test]

@@ -91,3 +91,42 @@ impl ClaimDecider for Native {
         Ok(rekon_guest_resource_claim::logic::decide_claim(&input))
     }
 }
+
+fn guest_info(guest: &rekon_runtime::GuestPre) -> GuestInfo {
+    GuestInfo {
+        name: guest.id().name().to_string(),
+        digest: guest.id().digest().to_string(),
+    }
+}
+
+fn guest_error(key: &str, err: rekon_runtime::RuntimeError) -> DecideError {
+    DecideError {
+        guest: err.guest.name().to_string(),
+        message: err.with_key(key).to_string(),
+    }
+}
+
+/// A loaded component decides (a fresh, limited store per decision).
+impl PvcDecider for rekon_runtime::GuestPre {
+    fn info(&self) -> GuestInfo {
+        guest_info(self)
+    }
+
+    fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
+        self.decide_pvc(input).map_err(|e| guest_error(key, e))
+    }
+}
+
+impl ClaimDecider for rekon_runtime::GuestPre {
+    fn info(&self) -> GuestInfo {
+        guest_info(self)
+    }
+
+    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
+        rekon_runtime::GuestPre::decide_pod(self, input).map_err(|e| guest_error(key, e))
+    }
+
+    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
+        rekon_runtime::GuestPre::decide_claim(self, input).map_err(|e| guest_error(key, e))
+    }
+}

@@ -2,6 +2,12 @@
 //! input, and how the decision's actions are validated and written.
 
 pub mod cache;
+pub mod context;
 pub mod decider;
 pub mod journal;
+pub mod projection;
+pub mod pvc_protection;
+pub mod reconcile;
 pub mod writes;
+pub mod host;
+pub mod resource_claim;

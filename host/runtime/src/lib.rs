@@ -1,1 +1,46 @@
+//! The wasm runtime of the rekon host.
+//!
+//! One [`Engine`] per process; guests are loaded into [`GuestPre`]s (compiled,
+//! checked for a supported world and contract version, resolved against the host
+//! imports) and every decision runs in a fresh, limited store:
+//!
+//! ```no_run
+//! use rekon_runtime::{Engine, EngineConfig, World};
+//! use rekon_contract::model::PvcInput;
+//!
+//! let engine = Engine::new(EngineConfig::default())?;
+//! let guest = engine
+//!     .loader()
+//!     .world(World::PvcProtection)
+//!     .file("rekon_guest_pvc_protection.wasm")?;
+//! let decision = guest.decide_pvc(PvcInput::default())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`testing::GuestHarness`] wraps this for guest authors' `cargo test`.
 
+mod decide;
+mod engine;
+mod guest;
+mod id;
+mod limits;
+mod load;
+pub mod registry;
+mod state;
+pub mod testing;
+mod world;
+
+pub use decide::{Failure, RuntimeError};
+pub use engine::{EPOCH_TICK, Engine, EngineConfig, EngineError};
+pub use guest::GuestPre;
+pub use id::GuestId;
+pub use limits::Limits;
+pub use load::{GuestLoader, LoadError};
+pub use world::{Decision, UnknownDecision, World};
+
+impl Engine {
+    /// Starts loading a guest into this engine.
+    pub fn loader(&self) -> GuestLoader<'_> {
+        GuestLoader::new(self)
+    }
+}

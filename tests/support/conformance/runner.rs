@@ -171,9 +171,12 @@ async fn run_request(
     vars: &mut Vars,
 ) -> Result<(Outcome, Vec<String>), StepError> {
     let uri = build_uri(&request.path, &request.query, vars, &[])?;
-    let body = match &request.body {
-        Some(body) => Some(serde_json::to_vec(&vars.substitute(body)?).map_err(StepError::Encode)?),
-        None => None,
+    let body = match (&request.body, &request.raw_body) {
+        (Some(body), _) => {
+            Some(serde_json::to_vec(&vars.substitute(body)?).map_err(StepError::Encode)?)
+        }
+        (None, Some(raw)) => Some(vars.substitute_str(raw)?.into_bytes()),
+        (None, None) => None,
     };
     let method = request.method.to_uppercase();
     let response = target

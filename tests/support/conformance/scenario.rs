@@ -119,6 +119,9 @@ pub struct Request {
     pub query: BTreeMap<String, Value>,
     #[serde(default)]
     pub body: Option<Value>,
+    /// A body sent verbatim (for malformed input); excludes `body`.
+    #[serde(default)]
+    pub raw_body: Option<String>,
     #[serde(default)]
     pub content_type: BodyKind,
 }
@@ -236,6 +239,13 @@ fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
     for step in &scenario.steps {
         if step.request.is_some() == step.watch.is_some() {
             return Err(invalid(&step.name, "needs exactly one of `request` or `watch`"));
+        }
+        if step
+            .request
+            .as_ref()
+            .is_some_and(|r| r.body.is_some() && r.raw_body.is_some())
+        {
+            return Err(invalid(&step.name, "`body` and `raw-body` exclude each other"));
         }
         if step.v1_20.is_some() && step.differs.is_none() {
             return Err(invalid(&step.name, "`v1.20` expectations need `differs: reason`"));

@@ -1,8 +1,37 @@
+//! `rekon eval`: one decision of a guest on one input file, printed as JSON.
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use anyhow::Context as _;
+use rekon_runtime::Decision;
 
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`rekon eval` is not implemented yet")
+use crate::guest_io::{self, AnyInput, GuestArgs};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    guest: GuestArgs,
+    /// The exported decision: decide (pvc-protection), decide-pod or decide-claim (resource-claim).
+    #[arg(long)]
+    decision: Decision,
+    /// The decision input in its model form (kebab-case), as .json or .yaml.
+    #[arg(long)]
+    input: PathBuf,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let guest = args.guest.load()?;
+    let value: serde_json::Value = guest_io::read_file(&args.input)?;
+    let input = AnyInput::from_value(args.decision, value).with_context(|| {
+        format!(
+            "{}: not a valid `{}` input",
+            args.input.display(),
+            args.decision
+        )
+    })?;
+    let decision = guest_io::decide(&guest, input)
+        .map_err(|err| err.with_key(args.input.display().to_string()))?;
+    println!("{}", decision.to_pretty_json());
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,151 @@
+//! `rekon test`: table-driven case files against a guest.
+//!
+//! ```yaml
+//! cases:
+//!   - name: some case
+//!     decision: decide            # decide | decide-pod | decide-claim
+//!     input: {...}                # the model's serde form
+//!     expect: {...}               # the decision, compared structurally
+//! ```
+
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use anyhow::Context as _;
+use rekon_runtime::{Decision, GuestPre};
+use serde::Deserialize;
 
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`rekon test` is not implemented yet")
+use crate::guest_io::{self, AnyDecision, AnyInput, GuestArgs};
+use crate::line_diff::line_diff;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    guest: GuestArgs,
+    /// Case files, or directories searched recursively for *.yaml / *.yml.
+    #[arg(required = true)]
+    cases: Vec<PathBuf>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFile {
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    decision: String,
+    input: serde_yaml::Value,
+    expect: serde_yaml::Value,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let guest = args.guest.load()?;
+    let files = case_files(&args.cases)?;
+    let mut tally = Tally::default();
+    for file in &files {
+        run_file(&guest, file, &mut tally);
+    }
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    Ok(if tally.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+}
+
+/// Runs every case of one file; a file that cannot be read counts as one failure.
+fn run_file(guest: &GuestPre, file: &Path, tally: &mut Tally) {
+    let shown = file.display();
+    let cases: CaseFile = match guest_io::read_file(file) {
+        Ok(cases) => cases,
+        Err(err) => {
+            println!("FAIL {shown}: {err:#}");
+            tally.failed += 1;
+            return;
+        }
+    };
+    for case in cases.cases {
+        match run_case(guest, &case) {
+            Ok(()) => {
+                println!("ok   {shown}: {}", case.name);
+                tally.passed += 1;
+            }
+            Err(why) => {
+                println!("FAIL {shown}: {}", case.name);
+                for line in why.lines() {
+                    println!("    {line}");
+                }
+                tally.failed += 1;
+            }
+        }
+    }
+}
+
+/// `Err` carries the explanation to print under the FAIL line.
+fn run_case(guest: &GuestPre, case: &Case) -> Result<(), String> {
+    let decision: Decision = case.decision.parse().map_err(|e| format!("{e}"))?;
+    let input = AnyInput::from_value(decision, case.input.clone())
+        .map_err(|e| format!("input is not a valid `{decision}` input: {e}"))?;
+    let expected = AnyDecision::from_value(decision, case.expect.clone())
+        .map_err(|e| format!("expect is not a valid `{decision}` result: {e}"))?;
+    let actual = guest_io::decide(guest, input).map_err(|e| e.to_string())?;
+    if actual == expected {
+        return Ok(());
+    }
+    let diff = line_diff(&expected.to_pretty_json(), &actual.to_pretty_json());
+    Err(format!("decision differs (- expected, + actual):\n{diff}"))
+}
+
+/// The case files named by `paths`, directories expanded recursively, sorted.
+fn case_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            collect_yaml(path, &mut files)?;
+        } else if path.is_file() {
+            files.push(path.clone());
+        } else {
+            anyhow::bail!("{}: no such case file or directory", path.display());
+        }
+    }
+    anyhow::ensure!(
+        !files.is_empty(),
+        "no case files (*.yaml, *.yml) in {}",
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(files)
+}
+
+fn collect_yaml(dir: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let mut entries = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list", dir.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("{}: cannot list", dir.display()))?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            collect_yaml(&path, files)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            files.push(path);
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,85 @@
+//! The HTTP layer: axum routes for discovery and one handler for every resource URL.
+
+mod discovery;
+mod handlers;
+mod params;
+pub mod path;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode, Uri};
+use tokio_util::sync::CancellationToken;
+
+use crate::errors::ApiError;
+use crate::faults::FaultInjector;
+use crate::registry::Store;
+use handlers::json_response;
+
+/// State shared by all requests.
+pub struct App {
+    pub store: Store,
+    pub faults: Arc<FaultInjector>,
+    pub shutdown: CancellationToken,
+    /// `host:port` clients reach the server at (for `/api`).
+    pub server_address: String,
+    pub bookmark_interval: Duration,
+    /// How long a request for a future resourceVersion waits before the 504.
+    pub too_large_wait: Duration,
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/version", get(|| async { json_response(StatusCode::OK, &discovery::version()) }))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/livez", get(|| async { "ok" }))
+        .route("/readyz", get(|| async { "ok" }))
+        .route(
+            "/api",
+            get(|State(app): State<Arc<App>>| async move {
+                json_response(StatusCode::OK, &discovery::core_versions(&app.server_address))
+            }),
+        )
+        .route(
+            "/api/v1",
+            get(|| async { json_response(StatusCode::OK, &discovery::resource_list("", "v1").expect("core/v1 is served")) }),
+        )
+        .route("/apis", get(|| async { json_response(StatusCode::OK, &discovery::group_list()) }))
+        .route("/apis/{group}", get(group))
+        .route("/apis/{group}/{version}", get(group_version))
+        .fallback(resource)
+        .with_state(app)
+}
+
+async fn group(axum::extract::Path(group): axum::extract::Path<String>) -> Response {
+    match discovery::group(&group) {
+        Some(doc) => json_response(StatusCode::OK, &doc),
+        None => ApiError::path_not_found(&format!("/apis/{group}")).into_response(),
+    }
+}
+
+async fn group_version(axum::extract::Path((group, version)): axum::extract::Path<(String, String)>) -> Response {
+    match discovery::resource_list(&group, &version) {
+        Some(doc) => json_response(StatusCode::OK, &doc),
+        None => ApiError::path_not_found(&format!("/apis/{group}/{version}")).into_response(),
+    }
+}
+
+/// Everything else: resource URLs, and 404 for what is not served (`/openapi/v2`, `/openapi/v3`:
+/// kubectl then skips client-side schema validation).
+async fn resource(
+    State(app): State<Arc<App>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    handlers::handle(app, method, &uri, headers, params::Params(query), body).await
+}

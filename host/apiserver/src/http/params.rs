@@ -1,0 +1,103 @@
+//! Query parameters and request bodies.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use http::HeaderMap;
+use serde_json::Value;
+
+use crate::errors::ApiError;
+use crate::registry::{DeleteOptions, PropagationPolicy};
+
+#[derive(Debug, Default)]
+pub struct Params(pub HashMap<String, String>);
+
+impl Params {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// Present and not empty.
+    pub fn non_empty(&self, key: &str) -> Option<&str> {
+        self.get(key).filter(|v| !v.is_empty())
+    }
+
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1" | "True"))
+    }
+
+    pub fn number(&self, key: &str) -> Result<Option<i64>, ApiError> {
+        self.non_empty(key)
+            .map(|v| {
+                v.parse::<i64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid value for {key}: {v:?}")))
+            })
+            .transpose()
+    }
+
+    pub fn timeout(&self) -> Result<Option<Duration>, ApiError> {
+        Ok(self.number("timeoutSeconds")?.map(|s| Duration::from_secs(s.max(0) as u64)))
+    }
+}
+
+/// A create/update body: JSON, or YAML when the client says so.
+pub fn parse_object_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let content_type = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    if content_type.contains("yaml") {
+        return serde_yaml::from_slice(body)
+            .map_err(|err| ApiError::bad_request(format!("couldn't decode YAML body: {err}")));
+    }
+    serde_json::from_slice(body)
+        .map_err(|err| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {err}")))
+}
+
+/// DeleteOptions from the body, with query parameters filling what the body leaves out.
+pub fn delete_options(params: &Params, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let mut opts: DeleteOptions = if body.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::default()
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|err| ApiError::bad_request(format!("invalid DeleteOptions: {err}")))?
+    };
+    if opts.grace_period_seconds.is_none() {
+        opts.grace_period_seconds = params.number("gracePeriodSeconds")?;
+    }
+    if opts.propagation_policy.is_none()
+        && let Some(policy) = params.non_empty("propagationPolicy")
+    {
+        opts.propagation_policy = Some(match policy {
+            "Orphan" => PropagationPolicy::Orphan,
+            "Background" => PropagationPolicy::Background,
+            "Foreground" => PropagationPolicy::Foreground,
+            other => return Err(ApiError::bad_request(format!("unknown propagationPolicy {other:?}"))),
+        });
+    }
+    if opts.orphan_dependents.is_none() && params.non_empty("orphanDependents").is_some() {
+        opts.orphan_dependents = Some(params.flag("orphanDependents"));
+    }
+    Ok(opts)
+}
+
+/// The field manager upstream assumes when a request names none: the User-Agent's program name.
+pub fn default_manager(headers: &HeaderMap) -> Option<String> {
+    let agent = headers.get(http::header::USER_AGENT)?.to_str().ok()?;
+    agent.split('/').next().filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delete_options_merge_body_and_query() {
+        let params = Params([("gracePeriodSeconds".to_string(), "5".to_string())].into_iter().collect());
+        let opts = delete_options(&params, br#"{"preconditions": {"uid": "u"}, "propagationPolicy": "Foreground"}"#).unwrap();
+        assert_eq!(opts.grace_period_seconds, Some(5));
+        assert_eq!(opts.preconditions.unwrap().uid.as_deref(), Some("u"));
+        assert_eq!(opts.propagation_policy, Some(PropagationPolicy::Foreground));
+        assert!(delete_options(&Params::default(), b"{nope").is_err());
+    }
+}

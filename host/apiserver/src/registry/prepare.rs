@@ -1,0 +1,272 @@
+//! Turning a request body into an object the registry can store: decoding, defaulting,
+//! the create-time status reset, and validation (400 for undecodable bodies, 422 for invalid
+//! objects).
+
+use serde_json::{Value, json};
+
+use crate::errors::{ApiError, Cause};
+use crate::meta;
+use crate::names;
+use crate::resources::ResourceInfo;
+
+/// Decodes `body` as an object of `info`'s kind, prunes unknown fields, applies defaults and
+/// puts it into `url_namespace`.
+pub fn decode(info: &ResourceInfo, body: Value, url_namespace: &str) -> Result<Value, ApiError> {
+    let cannot_handle = |detail: String| {
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {detail}",
+            info.kind, info.version, info.kind
+        ))
+    };
+    let Value::Object(mut root) = body else {
+        return Err(cannot_handle("the body is not a JSON object".into()));
+    };
+    if let Some(kind) = root.get("kind").and_then(Value::as_str).filter(|k| *k != info.kind) {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {}: no kind \"{kind}\" is registered for this resource",
+            info.version, info.kind
+        )));
+    }
+    if let Some(api_version) = root.get("apiVersion").and_then(Value::as_str)
+        && api_version != info.api_version()
+    {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            info.api_version()
+        )));
+    }
+    root.insert("apiVersion".into(), json!(info.api_version()));
+    root.insert("kind".into(), json!(info.kind));
+    let mut obj = (info.normalize)(Value::Object(root)).map_err(cannot_handle)?;
+
+    let body_namespace = meta::namespace(&obj).to_string();
+    if info.namespaced {
+        if body_namespace.is_empty() {
+            meta::metadata_mut(&mut obj).insert("namespace".into(), json!(url_namespace));
+        } else if body_namespace != url_namespace {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    } else {
+        meta::metadata_mut(&mut obj).remove("namespace");
+    }
+    drop_empty_metadata(&mut obj);
+    apply_defaults(info, &mut obj);
+    Ok(obj)
+}
+
+/// Go's `omitempty`: empty metadata lists and maps are not stored (removing the last
+/// finalizer by index leaves no `finalizers: []`).
+fn drop_empty_metadata(obj: &mut Value) {
+    let meta = meta::metadata_mut(obj);
+    for field in ["finalizers", "labels", "annotations", "ownerReferences", "managedFields"] {
+        let empty = match meta.get(field) {
+            Some(Value::Array(list)) => list.is_empty(),
+            Some(Value::Object(map)) => map.is_empty(),
+            Some(Value::Null) => true,
+            _ => false,
+        };
+        if empty {
+            meta.remove(field);
+        }
+    }
+}
+
+fn default_field(obj: &mut Value, pointer_parent: &str, field: &str, value: Value) {
+    if let Some(Value::Object(parent)) = obj.pointer_mut(pointer_parent) {
+        parent.entry(field).or_insert(value);
+    }
+}
+
+/// The defaults of the API types that selectors and graceful deletion read.
+fn apply_defaults(info: &ResourceInfo, obj: &mut Value) {
+    match info.kind {
+        "Pod" => {
+            if obj.get("spec").is_none() {
+                return;
+            }
+            default_field(obj, "/spec", "restartPolicy", json!("Always"));
+            default_field(obj, "/spec", "terminationGracePeriodSeconds", json!(30));
+            default_field(obj, "/spec", "dnsPolicy", json!("ClusterFirst"));
+            default_field(obj, "/spec", "schedulerName", json!("default-scheduler"));
+            for list in ["containers", "initContainers"] {
+                let count = obj["spec"].get(list).and_then(Value::as_array).map_or(0, Vec::len);
+                for i in 0..count {
+                    let pointer = format!("/spec/{list}/{i}");
+                    let image = obj.pointer(&format!("{pointer}/image")).and_then(Value::as_str).unwrap_or("");
+                    let pull = if image.ends_with(":latest") || !image.contains(':') {
+                        "Always"
+                    } else {
+                        "IfNotPresent"
+                    };
+                    default_field(obj, &pointer, "imagePullPolicy", json!(pull));
+                    default_field(obj, &pointer, "terminationMessagePath", json!("/dev/termination-log"));
+                    default_field(obj, &pointer, "terminationMessagePolicy", json!("File"));
+                }
+            }
+        }
+        "PersistentVolumeClaim" => default_field(obj, "/spec", "volumeMode", json!("Filesystem")),
+        "Namespace" => {
+            if obj.get("spec").is_none() {
+                obj["spec"] = json!({});
+            }
+            default_field(obj, "/spec", "finalizers", json!(["kubernetes"]));
+        }
+        _ => {}
+    }
+}
+
+/// What each kind's `PrepareForCreate` does to the status a client sent.
+pub fn reset_status_on_create(info: &ResourceInfo, obj: &mut Value) {
+    let root = obj.as_object_mut().expect("objects are JSON objects");
+    match info.kind {
+        "Pod" => {
+            let qos = pod_qos_class(root.get("spec").unwrap_or(&Value::Null));
+            root.insert("status".into(), json!({"phase": "Pending", "qosClass": qos}));
+        }
+        "PersistentVolumeClaim" => {
+            root.insert("status".into(), json!({"phase": "Pending"}));
+        }
+        "Namespace" => {
+            root.insert("status".into(), json!({"phase": "Active"}));
+        }
+        _ if info.has_status => {
+            root.remove("status");
+        }
+        _ => {}
+    }
+}
+
+/// Kubernetes QoS class from container requests and limits (cpu and memory).
+fn pod_qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|list| spec.get(*list).and_then(Value::as_array).into_iter().flatten())
+        .collect();
+    let mut any_set = false;
+    let mut guaranteed = true;
+    for container in containers {
+        let resources = container.get("resources");
+        let requests = resources.and_then(|r| r.get("requests"));
+        let limits = resources.and_then(|r| r.get("limits"));
+        for name in ["cpu", "memory"] {
+            let request = requests.and_then(|r| r.get(name));
+            let limit = limits.and_then(|l| l.get(name));
+            any_set |= request.is_some() || limit.is_some();
+            match (request, limit) {
+                (_, None) => guaranteed = false,
+                (Some(r), Some(l)) if r != l => guaranteed = false,
+                _ => {}
+            }
+        }
+    }
+    match (any_set, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+/// Validation errors of an object about to be stored (empty when valid).
+pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let name = meta::name(obj);
+    if let Some(prefix) = meta::str_field(obj, "generateName").filter(|_| name.is_empty()) {
+        let masked = prefix.trim_end_matches('-');
+        for message in name_errors(info, masked) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: \"{prefix}\": {message}"),
+                Some("metadata.generateName"),
+            ));
+        }
+    }
+    if name.is_empty() {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value: name or generateName is required",
+            Some("metadata.name"),
+        ));
+    } else {
+        for message in name_errors(info, name) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: \"{name}\": {message}"),
+                Some("metadata.name"),
+            ));
+        }
+    }
+    if info.kind == "Pod" {
+        validate_pod_spec(obj, &mut causes);
+    }
+    causes
+}
+
+fn name_errors(info: &ResourceInfo, name: &str) -> Vec<String> {
+    if info.kind == "Namespace" {
+        names::label_errors(name)
+    } else {
+        names::subdomain_errors(name)
+    }
+}
+
+fn validate_pod_spec(obj: &Value, causes: &mut Vec<Cause>) {
+    let containers = obj.pointer("/spec/containers").and_then(Value::as_array);
+    match containers {
+        None => causes.push(Cause::new("FieldValueRequired", "Required value", Some("spec.containers"))),
+        Some(list) if list.is_empty() => {
+            causes.push(Cause::new("FieldValueRequired", "Required value", Some("spec.containers")))
+        }
+        Some(list) => {
+            for (i, container) in list.iter().enumerate() {
+                for field in ["name", "image"] {
+                    if container.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+                        causes.push(Cause::new(
+                            "FieldValueRequired",
+                            "Required value",
+                            Some(&format!("spec.containers[{i}].{field}")),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources;
+
+    #[test]
+    fn decode_fills_namespace_and_defaults() {
+        let pods = resources::pods().info();
+        let obj = decode(pods, json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}), "ns").unwrap();
+        assert_eq!(obj["metadata"]["namespace"], "ns");
+        assert_eq!(obj["kind"], "Pod");
+        assert_eq!(obj["spec"]["terminationGracePeriodSeconds"], 30);
+        assert_eq!(obj["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+        let err = decode(pods, json!({"metadata": {"name": "p", "namespace": "x"}}), "ns").unwrap_err();
+        assert_eq!(err.code, 400);
+        let err = decode(pods, json!({"metadata": {"name": "p"}, "spec": {"containers": 3}}), "ns").unwrap_err();
+        assert!(err.message.contains("spec.containers"), "{}", err.message);
+    }
+
+    #[test]
+    fn qos_classes() {
+        assert_eq!(pod_qos_class(&json!({"containers": [{}]})), "BestEffort");
+        let g = json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]});
+        assert_eq!(pod_qos_class(&g), "Guaranteed");
+        let b = json!({"containers": [{"resources": {"requests": {"cpu": "1"}}}]});
+        assert_eq!(pod_qos_class(&b), "Burstable");
+    }
+
+    #[test]
+    fn validation_names_fields() {
+        let pods = resources::pods().info();
+        let causes = validate(pods, &json!({"metadata": {"name": "Bad_Name"}, "spec": {"containers": []}}));
+        let fields: Vec<_> = causes.iter().map(|c| c.field.clone().unwrap()).collect();
+        assert_eq!(fields, vec!["metadata.name", "spec.containers"]);
+    }
+}

@@ -1,0 +1,197 @@
+//! Watch streams (rows 16–19): events after a resourceVersion in order, selectors applied to
+//! old and new state, bookmarks, streaming lists, `timeoutSeconds`, and the in-stream 410 when
+//! the history no longer covers the start.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::errors::ApiError;
+use crate::faults::{FaultInjector, WatchPlan};
+use crate::registry::Store;
+use crate::resources::ResourceId;
+use crate::selectors::Selectors;
+use crate::store::{EventType, WatchEvent};
+
+/// A watch the HTTP layer has validated.
+#[derive(Debug, Clone)]
+pub struct WatchRequest {
+    pub resource: ResourceId,
+    pub namespace: Option<String>,
+    pub selectors: Selectors,
+    /// None: start with the current state (synthetic ADDED events).
+    pub start: Option<u64>,
+    pub send_initial_events: bool,
+    pub allow_bookmarks: bool,
+    pub timeout: Duration,
+    pub bookmark_interval: Duration,
+}
+
+/// Default watch duration when the client sends no `timeoutSeconds` (upstream picks 30–60 min).
+pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
+
+struct Sink {
+    tx: mpsc::Sender<Bytes>,
+}
+
+impl Sink {
+    /// False when the client has gone.
+    async fn send(&self, event_type: &str, object: &Value) -> bool {
+        let mut line = serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
+        line.push(b'\n');
+        self.tx.send(Bytes::from(line)).await.is_ok()
+    }
+}
+
+fn bookmark(resource: ResourceId, rv: u64, initial_events_end: bool) -> Value {
+    let info = resource.info();
+    let mut metadata = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+    if initial_events_end {
+        metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": metadata})
+}
+
+/// The event a watcher with these selectors sees for `event`, if any: an object entering the
+/// selector is ADDED, one leaving it is DELETED (with the new resourceVersion).
+fn visible_event(req: &WatchRequest, event: &WatchEvent) -> Option<(EventType, Value)> {
+    if event.key.resource != req.resource
+        || req.namespace.as_deref().is_some_and(|ns| event.key.namespace != ns)
+    {
+        return None;
+    }
+    let new_matches = req.selectors.matches(&event.object);
+    match event.event_type {
+        EventType::Added => new_matches.then(|| (EventType::Added, event.object.clone())),
+        EventType::Deleted => new_matches.then(|| (EventType::Deleted, event.object.clone())),
+        EventType::Modified => {
+            let old_matches = event.previous.as_ref().is_some_and(|p| req.selectors.matches(p));
+            match (old_matches, new_matches) {
+                (true, true) => Some((EventType::Modified, event.object.clone())),
+                (false, true) => Some((EventType::Added, event.object.clone())),
+                (true, false) => {
+                    let mut gone = event.previous.clone().unwrap_or_default();
+                    crate::meta::set_resource_version(&mut gone, event.rv);
+                    Some((EventType::Deleted, gone))
+                }
+                (false, false) => None,
+            }
+        }
+    }
+}
+
+/// Starts the watch; the returned channel yields the JSON lines of the response body.
+pub fn spawn(
+    store: Store,
+    req: WatchRequest,
+    faults: Arc<FaultInjector>,
+    shutdown: CancellationToken,
+) -> mpsc::Receiver<Bytes> {
+    let (tx, rx) = mpsc::channel(64);
+    let plan = faults.watch_plan(req.resource.info());
+    tokio::spawn(async move {
+        let sink = Sink { tx };
+        tokio::select! {
+            _ = run(&store, &req, &faults, &plan, &sink) => {}
+            _ = shutdown.cancelled() => {}
+            _ = sink.tx.closed() => {}
+        }
+    });
+    rx
+}
+
+async fn run(store: &Store, req: &WatchRequest, faults: &FaultInjector, plan: &WatchPlan, sink: &Sink) {
+    let deadline = Instant::now() + req.timeout;
+    let mut changes = store.subscribe();
+    let mut last = match req.start {
+        Some(rv) if !req.send_initial_events => rv,
+        _ => {
+            let (objects, rv) = store.read(|objs| {
+                let objects: Vec<Value> = objs
+                    .iter_resource(req.resource, req.namespace.as_deref())
+                    .filter(|(_, obj)| req.selectors.matches(obj))
+                    .map(|(_, obj)| obj.clone())
+                    .collect();
+                (objects, objs.current_rv())
+            });
+            for obj in &objects {
+                if !sink.send("ADDED", obj).await {
+                    return;
+                }
+            }
+            if req.send_initial_events && req.allow_bookmarks && !sink.send("BOOKMARK", &bookmark(req.resource, rv, true)).await {
+                return;
+            }
+            rv
+        }
+    };
+    let mut sent = 0usize;
+    let mut next_bookmark = Instant::now() + req.bookmark_interval;
+    loop {
+        let events = match store.events_since(last) {
+            Ok(events) => events,
+            Err(too_old) => {
+                let status = ApiError::expired(format!(
+                    "too old resource version: {} ({})",
+                    too_old.requested, too_old.floor
+                ))
+                .to_status();
+                sink.send("ERROR", &status).await;
+                return;
+            }
+        };
+        for event in events {
+            if !plan.delay.is_zero() {
+                let due = Instant::from_std(event.at) + plan.delay;
+                if due > deadline {
+                    break;
+                }
+                tokio::time::sleep_until(due).await;
+            }
+            last = event.rv;
+            let Some((event_type, object)) = visible_event(req, &event) else {
+                continue;
+            };
+            if faults.chance(plan.drop_events) {
+                continue;
+            }
+            if !sink.send(event_type.as_str(), &object).await {
+                return;
+            }
+            sent += 1;
+            if plan.close_after_events.is_some_and(|limit| sent >= limit) {
+                return;
+            }
+        }
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                if req.allow_bookmarks {
+                    sink.send("BOOKMARK", &bookmark(req.resource, last, false)).await;
+                }
+                return;
+            }
+            _ = tokio::time::sleep_until(next_bookmark), if req.allow_bookmarks => {
+                next_bookmark = Instant::now() + req.bookmark_interval;
+                if !sink.send("BOOKMARK", &bookmark(req.resource, last, false)).await {
+                    return;
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            if req.allow_bookmarks {
+                sink.send("BOOKMARK", &bookmark(req.resource, last, false)).await;
+            }
+            return;
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The installed `kubectl` against the embedded server: create from YAML, get, patch, delete
+//! with a finalizer, server-side apply, watch.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use rekon_apiserver::{ServerConfig, resources};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use crate::support::*;
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c1
+data:
+  k: v
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: p1
+  finalizers: [example.com/keep]
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+"#;
+
+const LEASE: &str = r#"
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: l1
+spec:
+  holderIdentity: kubectl-test
+  leaseDurationSeconds: 15
+"#;
+
+struct Kubectl {
+    kubeconfig: tempfile::NamedTempFile,
+    dir: tempfile::TempDir,
+}
+
+impl Kubectl {
+    fn new(t: &TestServer) -> Self {
+        let kubeconfig = tempfile::NamedTempFile::new().unwrap();
+        t.server.write_kubeconfig(kubeconfig.path()).unwrap();
+        Kubectl { kubeconfig, dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig").arg(self.kubeconfig.path());
+        // A private discovery cache per test.
+        cmd.arg("--cache-dir").arg(self.dir.path());
+        cmd.args(args);
+        cmd.kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs kubectl; panics with its stderr unless it succeeds. Returns stdout.
+    async fn run(&self, args: &[&str]) -> String {
+        let out = tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
+            .await
+            .expect("kubectl finishes")
+            .expect("kubectl runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
+        stdout
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_create_get_patch_delete_apply_watch() {
+    let t = start(ServerConfig::new()).await;
+    let kubectl = Kubectl::new(&t);
+    let store = t.server.store();
+
+    let manifest = kubectl.write("manifest.yaml", MANIFEST);
+    let out = kubectl.run(&["create", "-f", &manifest]).await;
+    assert!(out.contains("configmap/c1 created") && out.contains("persistentvolumeclaim/p1 created"), "{out}");
+
+    let got: Value = serde_json::from_str(&kubectl.run(&["get", "configmap", "c1", "-o", "json"]).await).unwrap();
+    assert_eq!((got["kind"].as_str(), got["data"]["k"].as_str()), (Some("ConfigMap"), Some("v")));
+    let listed = kubectl.run(&["get", "pvc", "-o", "name"]).await;
+    assert_eq!(listed.trim(), "persistentvolumeclaim/p1");
+
+    kubectl.run(&["patch", "configmap", "c1", "--type", "merge", "-p", r#"{"data":{"k":"patched"}}"#]).await;
+    let configmaps = resources::by_plural("", "configmaps").unwrap();
+    assert_eq!(store.get(configmaps, "default", "c1").unwrap()["data"]["k"], "patched");
+
+    let out = kubectl.run(&["delete", "pvc", "p1", "--wait=false"]).await;
+    assert!(out.contains("deleted"), "{out}");
+    let pvc = store.get(resources::persistent_volume_claims(), "default", "p1").expect("the finalizer keeps the PVC");
+    assert!(pvc["metadata"]["deletionTimestamp"].is_string());
+
+    let lease = kubectl.write("lease.yaml", LEASE);
+    kubectl.run(&["apply", "--server-side", "-f", &lease]).await;
+    let leases = resources::by_plural("coordination.k8s.io", "leases").unwrap();
+    let stored = store.get(leases, "default", "l1").unwrap();
+    assert_eq!(stored["spec"]["holderIdentity"], "kubectl-test");
+    assert_eq!(stored["metadata"]["managedFields"][0]["manager"], "kubectl");
+    assert_eq!(stored["metadata"]["managedFields"][0]["operation"], "Apply");
+
+    // Watch: kubectl prints the current object, then the change we make.
+    let mut watch = kubectl
+        .command(&["get", "configmaps", "--watch", "-o", "name", "--request-timeout=20s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
+    assert_eq!(first.as_deref(), Some("configmap/c1"));
+    kubectl.run(&["create", "configmap", "c2", "--from-literal=a=b"]).await;
+    let second = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
+    assert_eq!(second.as_deref(), Some("configmap/c2"));
+    watch.kill().await.unwrap();
+
+    // Plain `kubectl get` (which asks for a Table first) also works.
+    let table = kubectl.run(&["get", "configmaps"]).await;
+    assert!(table.contains("c1") && table.contains("c2"), "{table}");
+}

@@ -1,0 +1,248 @@
+//! What every controller shares: the client, the projected caches and their
+//! indexes, the journal and the Kubernetes event recorder.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use rekon_guest::model;
+
+use crate::cache::Cache;
+use crate::journal::Journal;
+use crate::projection::CachedPod;
+
+/// Pod index: `ns/<pvc>` for each PVC the pod's volumes name (ephemeral: `<pod>-<volume>`).
+pub const PODS_BY_PVC: &str = "pvc";
+/// Pod index: `ns/<claim>` for each ResourceClaim name the pod resolves to.
+pub const PODS_BY_CLAIM: &str = "claim";
+/// Pod index: `ns/<template>` for each ResourceClaimTemplate the pod references.
+pub const PODS_BY_TEMPLATE: &str = "template";
+/// Claim index: the UID of the controlling owner pod.
+pub const CLAIMS_BY_OWNER_UID: &str = "owner-uid";
+
+pub struct Caches {
+    pub pods: Arc<Cache<CachedPod>>,
+    pub pvcs: Arc<Cache<model::Pvc>>,
+    pub claims: Arc<Cache<model::ResourceClaim>>,
+    pub templates: Arc<Cache<model::ResourceClaimTemplate>>,
+}
+
+impl Caches {
+    pub fn new() -> Self {
+        Self {
+            pods: Arc::new(
+                Cache::new()
+                    .with_index(PODS_BY_PVC, |p: &CachedPod| pvc_names(&p.pod))
+                    .with_index(PODS_BY_CLAIM, |p: &CachedPod| claim_names(&p.pod))
+                    .with_index(PODS_BY_TEMPLATE, |p: &CachedPod| template_names(&p.pod)),
+            ),
+            pvcs: Arc::new(Cache::new()),
+            claims: Arc::new(Cache::new().with_index(CLAIMS_BY_OWNER_UID, owner_pod_uids)),
+            templates: Arc::new(Cache::new()),
+        }
+    }
+
+    pub fn all_synced(&self) -> bool {
+        self.pods.is_synced()
+            && self.pvcs.is_synced()
+            && self.claims.is_synced()
+            && self.templates.is_synced()
+    }
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Names of the PVCs a pod's volumes reference, as `ns/name` (upstream's pod->PVC index).
+pub fn pvc_names(pod: &model::Pod) -> Vec<String> {
+    let ns = &pod.meta.namespace;
+    pod.volumes
+        .iter()
+        .map(|v| match &v.source {
+            model::VolumeSource::PersistentVolumeClaim(claim) => format!("{ns}/{claim}"),
+            model::VolumeSource::Ephemeral => format!("{ns}/{}-{}", pod.meta.name, v.name),
+        })
+        .collect()
+}
+
+/// Claim names a pod resolves to (direct names and non-null status entries), as `ns/name`.
+pub fn claim_names(pod: &model::Pod) -> Vec<String> {
+    let ns = &pod.meta.namespace;
+    pod.resource_claims
+        .iter()
+        .filter_map(|pc| resolved_claim_name(pod, pc))
+        .map(|name| format!("{ns}/{name}"))
+        .collect()
+}
+
+/// The claim name of one pod claim, if it resolves to one (upstream-behaviour §3.1).
+pub fn resolved_claim_name<'a>(
+    pod: &'a model::Pod,
+    pod_claim: &'a model::PodResourceClaim,
+) -> Option<&'a str> {
+    if let Some(name) = &pod_claim.resource_claim_name {
+        return Some(name);
+    }
+    pod_claim.resource_claim_template_name.as_ref()?;
+    pod.resource_claim_statuses
+        .iter()
+        .find(|s| s.name == pod_claim.name)?
+        .resource_claim_name
+        .as_deref()
+}
+
+fn template_names(pod: &model::Pod) -> Vec<String> {
+    let ns = &pod.meta.namespace;
+    pod.resource_claims
+        .iter()
+        .filter_map(|pc| pc.resource_claim_template_name.as_ref())
+        .map(|t| format!("{ns}/{t}"))
+        .collect()
+}
+
+fn owner_pod_uids(claim: &model::ResourceClaim) -> Vec<String> {
+    claim
+        .meta
+        .owner_references
+        .iter()
+        .filter(|o| o.is_pod_controller())
+        .map(|o| o.uid.clone())
+        .collect()
+}
+
+pub struct Context {
+    pub client: Client,
+    pub caches: Caches,
+    pub journal: Arc<Journal>,
+    recorder: Recorder,
+}
+
+impl Context {
+    pub fn new(client: Client, journal: Arc<Journal>) -> Self {
+        let reporter = Reporter {
+            controller: "rekon".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            caches: Caches::new(),
+            journal,
+        }
+    }
+
+    /// Records a Kubernetes Event on `object`; failures to record are only logged.
+    pub async fn event(
+        &self,
+        object: ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(note),
+            action: action.into(),
+            secondary: None,
+        };
+        if let Err(err) = self.recorder.publish(&event, &object).await {
+            tracing::debug!(error = %err, reason, "could not record an event");
+        }
+    }
+}
+
+/// An ObjectReference for events.
+pub fn reference(kind: &str, api_version: &str, meta: &model::ObjectMeta) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(api_version.into()),
+        kind: Some(kind.into()),
+        namespace: Some(meta.namespace.clone()),
+        name: Some(meta.name.clone()),
+        uid: Some(meta.uid.clone()),
+        resource_version: Some(meta.resource_version.clone()),
+        ..ObjectReference::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rekon_guest::model::*;
+
+    fn pod() -> Pod {
+        Pod {
+            meta: ObjectMeta {
+                namespace: "ns".into(),
+                name: "web".into(),
+                uid: "u1".into(),
+                ..Default::default()
+            },
+            volumes: vec![
+                PodVolume {
+                    name: "data".into(),
+                    source: VolumeSource::PersistentVolumeClaim("shared".into()),
+                },
+                PodVolume {
+                    name: "scratch".into(),
+                    source: VolumeSource::Ephemeral,
+                },
+            ],
+            resource_claims: vec![
+                PodResourceClaim {
+                    name: "direct".into(),
+                    resource_claim_name: Some("my-claim".into()),
+                    resource_claim_template_name: None,
+                },
+                PodResourceClaim {
+                    name: "gpu".into(),
+                    resource_claim_name: None,
+                    resource_claim_template_name: Some("gpu-template".into()),
+                },
+                PodResourceClaim {
+                    name: "fpga".into(),
+                    resource_claim_name: None,
+                    resource_claim_template_name: Some("fpga-template".into()),
+                },
+            ],
+            resource_claim_statuses: vec![
+                PodResourceClaimStatus {
+                    name: "gpu".into(),
+                    resource_claim_name: Some("web-gpu-x7k2p".into()),
+                },
+                PodResourceClaimStatus {
+                    name: "fpga".into(),
+                    resource_claim_name: None,
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pvc_index_names_direct_and_ephemeral_claims() {
+        assert_eq!(pvc_names(&pod()), vec!["ns/shared", "ns/web-scratch"]);
+    }
+
+    #[test]
+    fn claim_index_resolves_through_the_status_and_skips_null_entries() {
+        assert_eq!(claim_names(&pod()), vec!["ns/my-claim", "ns/web-gpu-x7k2p"]);
+    }
+
+    #[test]
+    fn template_index_names_each_template() {
+        assert_eq!(
+            template_names(&pod()),
+            vec!["ns/gpu-template", "ns/fpga-template"]
+        );
+    }
+}

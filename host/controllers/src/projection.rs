@@ -1,0 +1,85 @@
+//! What the caches hold: projections of the watched objects.
+//!
+//! A cached pod is the guest's `model::Pod` plus the one fact the enqueue rules
+//! need that decisions do not (whether a container still runs), so the cache never
+//! keeps managedFields, container specs or anything else a decision does not read.
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use rekon_contract::project;
+use rekon_guest::model;
+
+use crate::cache::{ObjectKey, Projection};
+
+/// A pod as the caches keep it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedPod {
+    pub pod: model::Pod,
+    /// Some container (init, app or ephemeral) is running, per the pod status.
+    pub container_running: bool,
+}
+
+impl CachedPod {
+    pub fn from_pod(pod: &Pod) -> Self {
+        let container_running = pod.status.as_ref().is_some_and(|status| {
+            [
+                &status.init_container_statuses,
+                &status.container_statuses,
+                &status.ephemeral_container_statuses,
+            ]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|cs| cs.state.as_ref().is_some_and(|s| s.running.is_some()))
+        });
+        Self {
+            pod: project::project_pod(pod),
+            container_running,
+        }
+    }
+}
+
+fn key_of(meta: &model::ObjectMeta) -> ObjectKey {
+    ObjectKey::new(meta.namespace.clone(), meta.name.clone())
+}
+
+impl Projection for CachedPod {
+    fn key(&self) -> ObjectKey {
+        key_of(&self.pod.meta)
+    }
+}
+
+impl Projection for model::Pvc {
+    fn key(&self) -> ObjectKey {
+        key_of(&self.meta)
+    }
+}
+
+impl Projection for model::ResourceClaim {
+    fn key(&self) -> ObjectKey {
+        key_of(&self.meta)
+    }
+}
+
+impl Projection for model::ResourceClaimTemplate {
+    fn key(&self) -> ObjectKey {
+        key_of(&self.meta)
+    }
+}
+
+pub fn pvc(pvc: &PersistentVolumeClaim) -> model::Pvc {
+    project::project_pvc(pvc)
+}
+
+pub fn claim(claim: &ResourceClaim) -> model::ResourceClaim {
+    project::project_claim(claim)
+}
+
+pub fn template(template: &ResourceClaimTemplate) -> model::ResourceClaimTemplate {
+    // Encoding a typed ResourceClaimSpec as JSON cannot fail; a template that
+    // somehow did would be logged and cached without a spec (creates then fail validation).
+    project::project_template(template).unwrap_or_else(|err| {
+        tracing::error!(error = %err, "cannot project a ResourceClaimTemplate");
+        model::ResourceClaimTemplate::default()
+    })
+}

@@ -1,0 +1,434 @@
+//! PVC protection (upstream-behaviour §1): keeps `kubernetes.io/pvc-protection` on
+//! every PVC and removes it from a deleting PVC once no pod can still use it.
+//!
+//! The guest decides; the host enqueues (§1.3), gathers the input, answers the
+//! guest's request for a live pod list (§1.5, never removing on cache data alone),
+//! validates the actions against the key and writes them conditionally.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::Api;
+use kube::api::ListParams;
+use rekon_guest::model::{self, PvcAction, PvcDecision, PvcInput};
+use serde_json::json;
+
+use crate::cache::{Change, ObjectKey};
+use crate::context::{Context, PODS_BY_PVC, reference};
+use crate::decider::{PvcDecider, Slot};
+use crate::journal::{Entry, Preconditions};
+use crate::projection::CachedPod;
+use crate::reconcile::{Outcome, ReconcileError, log_failure, record_decision};
+use crate::writes::Writer;
+
+pub const NAME: &str = "pvc-protection";
+pub const FINALIZER: &str = "kubernetes.io/pvc-protection";
+
+/// The finalizer is missing on a live PVC.
+fn needs_finalizer(pvc: &model::Pvc) -> bool {
+    !pvc.meta.is_deleting() && !pvc.meta.has_finalizer(FINALIZER)
+}
+
+/// A deleting PVC still protected.
+fn deletion_candidate(pvc: &model::Pvc) -> bool {
+    pvc.meta.is_deleting() && pvc.meta.has_finalizer(FINALIZER)
+}
+
+/// Terminal, or deleting with no container running (used only to enqueue).
+fn pod_terminated(pod: &CachedPod) -> bool {
+    matches!(
+        pod.pod.phase,
+        model::PodPhase::Succeeded | model::PodPhase::Failed
+    ) || (pod.pod.meta.is_deleting() && !pod.container_running)
+}
+
+/// PVC keys a pod event concerns (§1.3 rule 2).
+fn pvc_keys(pod: &model::Pod) -> impl Iterator<Item = ObjectKey> + '_ {
+    crate::context::pvc_names(pod)
+        .into_iter()
+        .filter_map(|k| ObjectKey::parse(&k))
+}
+
+pub struct PvcProtection {
+    ctx: Arc<Context>,
+    decider: Arc<Slot<dyn PvcDecider>>,
+    live: LivePodLists,
+}
+
+impl PvcProtection {
+    pub fn new(ctx: Arc<Context>, decider: Arc<Slot<dyn PvcDecider>>) -> Self {
+        Self {
+            ctx,
+            decider,
+            live: LivePodLists::default(),
+        }
+    }
+
+    /// §1.3 rule 1: PVC add/update enqueue when there is work; deletes are ignored.
+    pub fn keys_for_pvc(change: &Change<model::Pvc>) -> Vec<ObjectKey> {
+        match change {
+            Change::Applied { new, .. } if needs_finalizer(new) || deletion_candidate(new) => {
+                vec![crate::cache::Projection::key(new.as_ref())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// §1.3 rule 2: pod events that may release a PVC, incl. a UID change on update.
+    pub fn keys_for_pod(change: &Change<CachedPod>) -> Vec<ObjectKey> {
+        let mut keys = Vec::new();
+        match change {
+            Change::Deleted(pod) => keys.extend(pvc_keys(&pod.pod)),
+            Change::Applied { old, new } => {
+                if pod_terminated(new) || !new.pod.is_scheduled() {
+                    keys.extend(pvc_keys(&new.pod));
+                }
+                if let Some(old) = old.as_ref().filter(|o| o.pod.meta.uid != new.pod.meta.uid) {
+                    // A delete + re-create seen as one update (k/k #80475).
+                    keys.extend(pvc_keys(&old.pod));
+                }
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    pub async fn reconcile(&self, key: &ObjectKey, dequeued: Instant) -> Outcome {
+        match self.sync(key, dequeued).await {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                log_failure(NAME, key, &err);
+                if !err.is_conflict() {
+                    self.report_failure(key, err.to_string()).await;
+                }
+                Outcome::Retry
+            }
+        }
+    }
+
+    async fn sync(&self, key: &ObjectKey, dequeued: Instant) -> Result<Outcome, ReconcileError> {
+        let Some(pvc) = self.ctx.caches.pvcs.get(key) else {
+            return Ok(Outcome::Done);
+        };
+        let decider = self.decider.current();
+        let guest = decider.info();
+        let key_text = key.to_string();
+        let cached_pods: Vec<model::Pod> = self
+            .ctx
+            .caches
+            .pods
+            .by_index(PODS_BY_PVC, &key_text)
+            .iter()
+            .map(|p| p.pod.clone())
+            .collect();
+        let mut input = PvcInput {
+            pvc: pvc.as_ref().clone(),
+            cached_pods,
+            live_pods: None,
+        };
+        let mut decision = self.decide(&*decider, &key_text, &input)?;
+        if decision == PvcDecision::NeedLivePods {
+            let live = self
+                .live
+                .list(&self.ctx, &key_text, &key.namespace, dequeued)
+                .await?;
+            input.live_pods = Some(live.as_ref().clone());
+            decision = self.decide(&*decider, &key_text, &input)?;
+            if decision == PvcDecision::NeedLivePods {
+                return Err(ReconcileError::Guest(format!(
+                    "guest {} asked for the live pod list again after receiving it",
+                    guest.name
+                )));
+            }
+        }
+        let PvcDecision::Actions(actions) = decision else {
+            unreachable!("handled above")
+        };
+        let Some(finalizers) = validate(&pvc, &actions)? else {
+            tracing::info!(controller = NAME, key = %key, guest = %guest.name, digest = %guest.digest, decision = "none", "reconciled");
+            return Ok(Outcome::Done);
+        };
+        let writer = Writer {
+            client: self.ctx.client.clone(),
+            journal: self.ctx.journal.clone(),
+            controller: NAME,
+        };
+        writer
+            .set_finalizers::<PersistentVolumeClaim>(
+                &key_text,
+                &key.namespace,
+                &key.name,
+                &pvc.meta.resource_version,
+                &finalizers,
+            )
+            .await?;
+        tracing::info!(controller = NAME, key = %key, guest = %guest.name, digest = %guest.digest, decision = ?actions, writes = 1, "reconciled");
+        Ok(Outcome::Done)
+    }
+
+    fn decide(
+        &self,
+        decider: &dyn PvcDecider,
+        key: &str,
+        input: &PvcInput,
+    ) -> Result<PvcDecision, ReconcileError> {
+        let result = decider.decide(key, input.clone());
+        record_decision(&self.ctx.journal, NAME, key, &decider.info(), summarize(input), &result);
+        result.map_err(|e| ReconcileError::Guest(e.to_string()))
+    }
+
+    /// A Warning event on the PVC when a reconcile failed.
+    async fn report_failure(&self, key: &ObjectKey, message: String) {
+        if let Some(pvc) = self.ctx.caches.pvcs.get(key) {
+            self.ctx
+                .event(
+                    reference("PersistentVolumeClaim", "v1", &pvc.meta),
+                    true,
+                    "FailedPVCProtection",
+                    "Reconcile",
+                    message,
+                )
+                .await;
+        }
+    }
+}
+
+fn summarize(input: &PvcInput) -> serde_json::Value {
+    json!({
+        "pvc": { "resourceVersion": input.pvc.meta.resource_version,
+                 "deleting": input.pvc.meta.is_deleting(),
+                 "finalizers": input.pvc.meta.finalizers },
+        "cachedPods": input.cached_pods.iter().map(|p| &p.meta.name).collect::<Vec<_>>(),
+        "livePods": input.live_pods.as_ref().map(Vec::len),
+    })
+}
+
+/// Checks the guest's actions against the key's PVC and returns the finalizer
+/// list to write, if any. A guest may only touch this PVC's protection finalizer.
+fn validate(pvc: &model::Pvc, actions: &[PvcAction]) -> Result<Option<Vec<String>>, ReconcileError> {
+    let [action] = actions else {
+        return if actions.is_empty() {
+            Ok(None)
+        } else {
+            Err(ReconcileError::Rejected(format!(
+                "expected at most one action for PVC {}/{}, got {}",
+                pvc.meta.namespace,
+                pvc.meta.name,
+                actions.len()
+            )))
+        };
+    };
+    let (PvcAction::AddFinalizer(target) | PvcAction::RemoveFinalizer(target)) = action;
+    if *target != pvc.meta.target() {
+        return Err(ReconcileError::Rejected(format!(
+            "action targets {}/{} (uid {}, resourceVersion {}), but the key's PVC is {} (uid {}, resourceVersion {})",
+            pvc.meta.namespace,
+            target.name,
+            target.uid,
+            target.resource_version,
+            pvc.meta.name,
+            pvc.meta.uid,
+            pvc.meta.resource_version
+        )));
+    }
+    let mut finalizers = pvc.meta.finalizers.clone();
+    match action {
+        PvcAction::AddFinalizer(_) => {
+            if pvc.meta.is_deleting() {
+                return Err(ReconcileError::Rejected(
+                    "cannot add a finalizer to a deleting PVC".into(),
+                ));
+            }
+            if finalizers.iter().any(|f| f == FINALIZER) {
+                return Ok(None);
+            }
+            finalizers.push(FINALIZER.to_string());
+        }
+        PvcAction::RemoveFinalizer(_) => {
+            if !finalizers.iter().any(|f| f == FINALIZER) {
+                return Ok(None);
+            }
+            finalizers.retain(|f| f != FINALIZER);
+        }
+    }
+    Ok(Some(finalizers))
+}
+
+type LiveList = Arc<Vec<model::Pod>>;
+
+/// Per-namespace live pod lists, shared by the PVC keys of one namespace: a list
+/// issued after a key was dequeued is fresh enough for it (upstream's per-namespace
+/// batching, §1.5.3). A failed list is not kept.
+#[derive(Default)]
+struct LivePodLists {
+    by_namespace: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<(Instant, LiveList)>>>>>,
+}
+
+impl LivePodLists {
+    async fn list(
+        &self,
+        ctx: &Context,
+        key: &str,
+        namespace: &str,
+        not_before: Instant,
+    ) -> Result<LiveList, ReconcileError> {
+        let slot = self
+            .by_namespace
+            .lock()
+            .unwrap()
+            .entry(namespace.to_string())
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        if let Some((issued, pods)) = slot.as_ref()
+            && *issued >= not_before
+        {
+            return Ok(pods.clone());
+        }
+        let issued = Instant::now();
+        let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+        let result = api.list(&ListParams::default()).await;
+        ctx.journal.record(Entry::Write {
+            controller: NAME.into(),
+            key: key.into(),
+            verb: "list".into(),
+            resource: "pods".into(),
+            subresource: None,
+            namespace: namespace.into(),
+            name: String::new(),
+            preconditions: Preconditions {
+                uid: None,
+                resource_version: None,
+            },
+            code: match &result {
+                Ok(_) => 200,
+                Err(kube::Error::Api(status)) => status.code,
+                Err(_) => 0,
+            },
+        });
+        let pods: LiveList = Arc::new(
+            result
+                .map_err(|e| ReconcileError::Transient(format!("live list of pods in {namespace}: {e}")))?
+                .items
+                .iter()
+                .map(|p| rekon_contract::project::project_pod(p))
+                .collect(),
+        );
+        *slot = Some((issued, pods.clone()));
+        Ok(pods)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rekon_guest::model::{ObjectMeta, PodPhase, PodVolume, Pvc, VolumeSource};
+
+    fn pvc(deleting: bool, finalizers: &[&str]) -> Pvc {
+        Pvc {
+            meta: ObjectMeta {
+                namespace: "ns".into(),
+                name: "data".into(),
+                uid: "pvc-uid".into(),
+                resource_version: "5".into(),
+                deletion_timestamp: deleting.then(|| "2026-01-01T00:00:00Z".into()),
+                finalizers: finalizers.iter().map(|f| f.to_string()).collect(),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn cached(name: &str, uid: &str, node: &str, phase: PodPhase, running: bool) -> Arc<CachedPod> {
+        Arc::new(CachedPod {
+            pod: model::Pod {
+                meta: ObjectMeta {
+                    namespace: "ns".into(),
+                    name: name.into(),
+                    uid: uid.into(),
+                    ..Default::default()
+                },
+                node_name: node.into(),
+                phase,
+                volumes: vec![PodVolume {
+                    name: "v".into(),
+                    source: VolumeSource::PersistentVolumeClaim("data".into()),
+                }],
+                ..Default::default()
+            },
+            container_running: running,
+        })
+    }
+
+    #[test]
+    fn pvc_events_enqueue_only_when_there_is_work() {
+        let key = |p: Pvc| PvcProtection::keys_for_pvc(&Change::Applied { old: None, new: Arc::new(p) });
+        assert_eq!(key(pvc(false, &[])).len(), 1, "missing finalizer");
+        assert_eq!(key(pvc(true, &[FINALIZER])).len(), 1, "deletion candidate");
+        assert!(key(pvc(false, &[FINALIZER])).is_empty(), "nothing to do");
+        assert!(key(pvc(true, &[])).is_empty(), "deleting, already released");
+        assert!(PvcProtection::keys_for_pvc(&Change::Deleted(Arc::new(pvc(true, &[])))).is_empty());
+    }
+
+    #[test]
+    fn running_scheduled_pods_are_ignored_but_terminated_unscheduled_and_deleted_enqueue() {
+        let applied = |p| PvcProtection::keys_for_pod(&Change::Applied { old: None, new: p });
+        assert!(applied(cached("a", "1", "node", PodPhase::Running, true)).is_empty());
+        assert_eq!(applied(cached("a", "1", "", PodPhase::Pending, false)).len(), 1);
+        assert_eq!(applied(cached("a", "1", "node", PodPhase::Succeeded, false)).len(), 1);
+        assert_eq!(
+            PvcProtection::keys_for_pod(&Change::Deleted(cached("a", "1", "node", PodPhase::Running, true))),
+            vec![ObjectKey::new("ns", "data")]
+        );
+    }
+
+    #[test]
+    fn deleting_pod_enqueues_only_once_no_container_runs() {
+        let mut pod = cached("a", "1", "node", PodPhase::Running, true);
+        Arc::make_mut(&mut pod).pod.meta.deletion_timestamp = Some("t".into());
+        let applied = |p| PvcProtection::keys_for_pod(&Change::Applied { old: None, new: p });
+        assert!(applied(pod.clone()).is_empty());
+        Arc::make_mut(&mut pod).container_running = false;
+        assert_eq!(applied(pod).len(), 1);
+    }
+
+    #[test]
+    fn uid_change_on_update_treats_the_old_pod_as_deleted() {
+        let old = cached("a", "old-uid", "node", PodPhase::Running, true);
+        let mut new = cached("a", "new-uid", "node", PodPhase::Running, true);
+        Arc::make_mut(&mut new).pod.volumes[0].source = VolumeSource::PersistentVolumeClaim("other".into());
+        let keys = PvcProtection::keys_for_pod(&Change::Applied { old: Some(old), new });
+        assert_eq!(keys, vec![ObjectKey::new("ns", "data")]);
+    }
+
+    #[test]
+    fn validation_accepts_only_this_pvcs_finalizer_at_its_version() {
+        let p = pvc(true, &["other", FINALIZER]);
+        let remove = PvcAction::RemoveFinalizer(p.meta.target());
+        assert_eq!(validate(&p, &[remove]).unwrap(), Some(vec!["other".to_string()]));
+
+        let mut stale = p.meta.target();
+        stale.resource_version = "4".into();
+        assert!(validate(&p, &[PvcAction::RemoveFinalizer(stale)]).is_err());
+
+        let mut elsewhere = p.meta.target();
+        elsewhere.uid = "someone-else".into();
+        assert!(validate(&p, &[PvcAction::RemoveFinalizer(elsewhere)]).is_err());
+
+        assert!(validate(&p, &[PvcAction::AddFinalizer(p.meta.target())]).is_err(), "deleting");
+        let two = vec![PvcAction::RemoveFinalizer(p.meta.target()); 2];
+        assert!(validate(&p, &two).is_err());
+        assert_eq!(validate(&p, &[]).unwrap(), None);
+    }
+
+    #[test]
+    fn validation_adds_the_finalizer_to_a_live_pvc() {
+        let p = pvc(false, &["other"]);
+        assert_eq!(
+            validate(&p, &[PvcAction::AddFinalizer(p.meta.target())]).unwrap(),
+            Some(vec!["other".to_string(), FINALIZER.to_string()])
+        );
+    }
+}

@@ -1,0 +1,266 @@
+//! Claim keys (upstream-behaviour §3.7): drop pods that are gone or done from
+//! `reservedFor`, release the allocation and the builtin finalizer, and delete
+//! generated claims whose owner pod is done or replaced.
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::Api;
+use rekon_guest::model::{self, ClaimAction, ClaimDecision, ClaimInput, PodLookup, Reservation};
+use serde_json::{Value, json};
+
+use super::{DELETE_PROTECTION_FINALIZER, NAME, ResourceClaimController};
+use crate::cache::ObjectKey;
+use crate::journal::{Entry, Preconditions};
+use crate::reconcile::{Outcome, ReconcileError, record_decision};
+use crate::writes::{Deleted, Writer};
+
+impl ResourceClaimController {
+    pub(super) async fn sync_claim(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
+        let Some(claim) = self.ctx.caches.claims.get(key) else {
+            return Ok(Outcome::Done);
+        };
+        let key_text = format!("claim:{key}");
+        let mut input = self.claim_input(&claim);
+        let decider = self.decider.current();
+        let guest = decider.info();
+        let mut decision = self.decide_claim(&*decider, &key_text, &input)?;
+        if let ClaimDecision::NeedLivePods(names) = &decision {
+            self.look_up_live(&key_text, &mut input, names).await?;
+            decision = self.decide_claim(&*decider, &key_text, &input)?;
+        }
+        let ClaimDecision::Actions(actions) = decision else {
+            return Err(ReconcileError::Guest(format!(
+                "guest {} asked for live pods again after receiving them",
+                guest.name
+            )));
+        };
+
+        let writer = Writer {
+            client: self.ctx.client.clone(),
+            journal: self.ctx.journal.clone(),
+            controller: NAME,
+        };
+        // The claim as this decision's writes leave it; later actions are checked
+        // against it and carry the resourceVersion the previous write returned.
+        let mut current = claim.as_ref().clone();
+        let mut writes = 0;
+        for action in &actions {
+            validate_claim_action(&claim, &current, action)?;
+            match action {
+                ClaimAction::UpdateStatus(update) => {
+                    let mut status = json!({
+                        "reservedFor": update.reserved_for.iter().map(consumer_json).collect::<Vec<_>>()
+                    });
+                    if update.clear_allocation {
+                        status["allocation"] = Value::Null;
+                    }
+                    let stored: ResourceClaim = writer
+                        .patch_status(&key_text, &key.namespace, &key.name, &current.meta.resource_version, status)
+                        .await?;
+                    current = crate::projection::claim(&stored);
+                }
+                ClaimAction::RemoveFinalizer(removal) => {
+                    let finalizers: Vec<String> = current
+                        .meta
+                        .finalizers
+                        .iter()
+                        .filter(|f| **f != removal.finalizer)
+                        .cloned()
+                        .collect();
+                    let stored: ResourceClaim = writer
+                        .set_finalizers(&key_text, &key.namespace, &key.name, &current.meta.resource_version, &finalizers)
+                        .await?;
+                    current = crate::projection::claim(&stored);
+                }
+                ClaimAction::Delete(_) => {
+                    let outcome = writer
+                        .delete::<ResourceClaim>(
+                            &key_text,
+                            &key.namespace,
+                            &key.name,
+                            &current.meta.uid,
+                            &current.meta.resource_version,
+                        )
+                        .await?;
+                    if outcome == Deleted::Gone {
+                        self.forget_claim(&current);
+                    }
+                }
+            }
+            writes += 1;
+        }
+        tracing::info!(controller = NAME, key = %key_text, guest = %guest.name, digest = %guest.digest,
+            decision = ?actions, writes, "reconciled");
+        Ok(Outcome::Done)
+    }
+
+    fn decide_claim(
+        &self,
+        decider: &dyn crate::decider::ClaimDecider,
+        key: &str,
+        input: &ClaimInput,
+    ) -> Result<ClaimDecision, ReconcileError> {
+        let result = decider.decide_claim(key, input.clone());
+        record_decision(&self.ctx.journal, NAME, key, &decider.info(), summarize(input), &result);
+        result.map_err(|e| ReconcileError::Guest(e.to_string()))
+    }
+
+    /// What the host knows of every pod in `reservedFor`, and of the owner pod.
+    fn claim_input(&self, claim: &model::ResourceClaim) -> ClaimInput {
+        let ns = &claim.meta.namespace;
+        let pods = &self.ctx.caches.pods;
+        let reservations = claim
+            .reserved_for
+            .iter()
+            .filter(|c| c.is_pod())
+            .map(|consumer| Reservation {
+                consumer: consumer.clone(),
+                deleted: self.was_deleted(&consumer.uid),
+                pod: match pods.get(&ObjectKey::new(ns.clone(), consumer.name.clone())) {
+                    Some(p) => PodLookup::Cached(p.pod.clone()),
+                    None => PodLookup::Unknown,
+                },
+            })
+            .collect();
+        let owner_pod = claim
+            .meta
+            .owner_references
+            .iter()
+            .find(|o| o.controller)
+            .filter(|o| o.is_pod_controller())
+            .and_then(|o| pods.get(&ObjectKey::new(ns.clone(), o.name.clone())))
+            .map(|p| p.pod.clone());
+        ClaimInput {
+            claim: claim.clone(),
+            reservations,
+            owner_pod,
+        }
+    }
+
+    /// Live GETs of the pods the guest asked for (only those the cache lacks).
+    async fn look_up_live(
+        &self,
+        key: &str,
+        input: &mut ClaimInput,
+        names: &[String],
+    ) -> Result<(), ReconcileError> {
+        let ns = input.claim.meta.namespace.clone();
+        let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &ns);
+        for name in names {
+            let unknown = |r: &Reservation| r.consumer.name == *name && r.pod == PodLookup::Unknown;
+            if !input.reservations.iter().any(unknown) {
+                return Err(ReconcileError::Rejected(format!(
+                    "guest asked for a live GET of pod {ns}/{name}, which is not an unknown reservedFor entry"
+                )));
+            }
+            let result = api.get_opt(name).await;
+            self.ctx.journal.record(Entry::Write {
+                controller: NAME.into(),
+                key: key.into(),
+                verb: "get".into(),
+                resource: "pods".into(),
+                subresource: None,
+                namespace: ns.clone(),
+                name: name.clone(),
+                preconditions: Preconditions { uid: None, resource_version: None },
+                code: match &result {
+                    Ok(Some(_)) => 200,
+                    Ok(None) => 404,
+                    Err(kube::Error::Api(s)) => s.code,
+                    Err(_) => 0,
+                },
+            });
+            let pod = result.map_err(|e| ReconcileError::Transient(format!("live GET of pod {ns}/{name}: {e}")))?;
+            // Every entry naming this pod gets the same answer.
+            let lookup = match pod {
+                Some(p) => PodLookup::Live(rekon_contract::project::project_pod(&p)),
+                None => PodLookup::NotFound,
+            };
+            for r in input.reservations.iter_mut().filter(|r| unknown(r)) {
+                r.pod = lookup.clone();
+            }
+        }
+        Ok(())
+    }
+}
+
+fn consumer_json(c: &model::ConsumerReference) -> Value {
+    let mut v = json!({ "resource": c.resource, "name": c.name, "uid": c.uid });
+    if !c.api_group.is_empty() {
+        v["apiGroup"] = json!(c.api_group);
+    }
+    v
+}
+
+fn summarize(input: &ClaimInput) -> Value {
+    json!({
+        "claim": { "resourceVersion": input.claim.meta.resource_version,
+                   "deleting": input.claim.meta.is_deleting(),
+                   "allocated": input.claim.allocated,
+                   "reservedFor": input.claim.reserved_for.iter().map(|c| &c.name).collect::<Vec<_>>(),
+                   "finalizers": input.claim.meta.finalizers },
+        "reservations": input.reservations.iter().map(|r| json!({
+            "pod": r.consumer.name,
+            "deleted": r.deleted,
+            "lookup": match &r.pod { PodLookup::Cached(_) => "cached", PodLookup::Live(_) => "live",
+                                     PodLookup::NotFound => "not-found", PodLookup::Unknown => "unknown" },
+        })).collect::<Vec<_>>(),
+        "ownerPod": input.owner_pod.as_ref().map(|p| &p.meta.name),
+    })
+}
+
+fn rejected(message: String) -> ReconcileError {
+    ReconcileError::Rejected(message)
+}
+
+/// A claim decision may only shrink this claim's `reservedFor`, release its
+/// allocation and builtin finalizer once nobody uses it, and delete it when it is
+/// a generated claim nobody uses — never a claim reserved for a pod.
+fn validate_claim_action(
+    seen: &model::ResourceClaim,
+    current: &model::ResourceClaim,
+    action: &ClaimAction,
+) -> Result<(), ReconcileError> {
+    let target = match action {
+        ClaimAction::UpdateStatus(u) => &u.claim,
+        ClaimAction::RemoveFinalizer(r) => &r.claim,
+        ClaimAction::Delete(t) => t,
+    };
+    if *target != seen.meta.target() {
+        return Err(rejected(format!(
+            "action targets claim {} (uid {}, resourceVersion {}), not the key's claim at the version seen",
+            target.name, target.uid, target.resource_version
+        )));
+    }
+    match action {
+        ClaimAction::UpdateStatus(update) => {
+            let mut remaining = current.reserved_for.iter();
+            if !update.reserved_for.iter().all(|c| remaining.any(|r| r == c)) {
+                return Err(rejected("reservedFor may only lose entries, in order".into()));
+            }
+            if update.clear_allocation && !update.reserved_for.is_empty() {
+                return Err(rejected("the allocation of a reserved claim cannot be cleared".into()));
+            }
+            Ok(())
+        }
+        ClaimAction::RemoveFinalizer(removal) => {
+            if removal.finalizer != DELETE_PROTECTION_FINALIZER {
+                return Err(rejected(format!("a claim decision may only remove {DELETE_PROTECTION_FINALIZER}")));
+            }
+            if current.allocated || !current.reserved_for.is_empty() {
+                return Err(rejected("the builtin finalizer stays while the claim is allocated or reserved".into()));
+            }
+            Ok(())
+        }
+        ClaimAction::Delete(_) => {
+            if !current.reserved_for.is_empty() {
+                return Err(rejected("a claim reserved for a pod is never deleted".into()));
+            }
+            let controlled_by_pod = current.meta.controller().is_some_and(|o| o.is_pod_controller());
+            if !controlled_by_pod {
+                return Err(rejected("only claims controlled by a pod are deleted".into()));
+            }
+            Ok(())
+        }
+    }
+}

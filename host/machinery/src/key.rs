@@ -1,0 +1,57 @@
+//! `namespace/name`: the key of a namespaced object in caches and work queues.
+
+use std::fmt;
+
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The key of an object from its metadata.
+    pub fn of(meta: &rekon_guest::model::ObjectMeta) -> Self {
+        Self::new(meta.namespace.as_str(), meta.name.as_str())
+    }
+
+    /// Parses `namespace/name`; both parts must be non-empty.
+    pub fn parse(key: &str) -> Option<Self> {
+        let (namespace, name) = key.split_once('/')?;
+        (!namespace.is_empty() && !name.is_empty()).then(|| Self::new(namespace, name))
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+impl fmt::Debug for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_malformed_keys() {
+        let key = ObjectKey::parse("ns/name").unwrap();
+        assert_eq!(key, ObjectKey::new("ns", "name"));
+        assert_eq!(key.to_string(), "ns/name");
+        assert_eq!(format!("{key:?}"), "ns/name");
+        for bad in ["name", "/name", "ns/", ""] {
+            assert_eq!(ObjectKey::parse(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The one wasmtime engine of a process, its epoch ticker and the shared linker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rekon_contract::current::log;
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::limits::Limits;
+use crate::state::DecisionState;
+
+/// How long one epoch tick lasts: the resolution of every decision deadline.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid engine configuration: {0}")]
+    Config(#[source] wasmtime::Error),
+    #[error("cannot link the host imports (WASI, log): {0}")]
+    Link(#[source] wasmtime::Error),
+    #[error("cannot start the epoch ticker thread: {0}")]
+    Ticker(#[source] std::io::Error),
+    #[error("cannot precompile the component: {0}")]
+    Precompile(#[source] wasmtime::Error),
+}
+
+/// Sizing of the pooling allocator: how many decisions may run at once and the
+/// largest memory any guest may be granted.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Component instances alive at once (one per decision in flight).
+    pub max_concurrent_decisions: u32,
+    /// The upper bound of every guest's memory cap; [`Limits`] can only be lower.
+    pub max_memory_bytes: usize,
+    /// The limits a guest gets unless its loader asks for others.
+    pub default_limits: Limits,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            max_concurrent_decisions: 64,
+            max_memory_bytes: 256 << 20,
+            default_limits: Limits::default(),
+        }
+    }
+}
+
+/// The process-wide engine: component model, epoch interruption driven by a
+/// 1 ms ticker thread, pooling allocator with small explicit limits, copy-on-write
+/// memory images, and the one [`Linker`] every guest is resolved against.
+///
+/// Cloning is cheap; the ticker stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    wasmtime: wasmtime::Engine,
+    linker: Linker<DecisionState>,
+    config: EngineConfig,
+    _ticker: EpochTicker,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
+        let wasmtime = wasmtime::Engine::new(&wasmtime_config(&config)).map_err(EngineError::Config)?;
+        let linker = host_linker(&wasmtime).map_err(EngineError::Link)?;
+        let ticker = EpochTicker::start(wasmtime.clone()).map_err(EngineError::Ticker)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                wasmtime,
+                linker,
+                config,
+                _ticker: ticker,
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner.wasmtime
+    }
+
+    pub(crate) fn linker(&self) -> &Linker<DecisionState> {
+        &self.inner.linker
+    }
+
+    /// Compiles a component ahead of time into this engine's native format
+    /// (a `.cwasm`), to be loaded later with [`crate::GuestPre::from_precompiled`].
+    pub fn precompile(&self, component: &[u8]) -> Result<Vec<u8>, EngineError> {
+        self.inner
+            .wasmtime
+            .precompile_component(component)
+            .map_err(EngineError::Precompile)
+    }
+}
+
+fn wasmtime_config(config: &EngineConfig) -> Config {
+    let instances = config.max_concurrent_decisions;
+    let mut pool = PoolingAllocationConfig::new();
+    // A guest is one component made of a few core modules (the Rust module plus
+    // the adapter shims); each may own one memory and one table.
+    pool.total_component_instances(instances)
+        .total_core_instances(instances * 8)
+        .total_memories(instances * 2)
+        .total_tables(instances * 4)
+        .max_core_instances_per_component(16)
+        .max_memories_per_component(4)
+        .max_tables_per_component(8)
+        .max_memory_size(config.max_memory_bytes);
+
+    let mut wasm = Config::new();
+    wasm.wasm_component_model(true)
+        .epoch_interruption(true)
+        .memory_init_cow(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    wasm
+}
+
+/// WASI p2 with nothing granted (the per-store context decides what is visible)
+/// and the `log` import.
+fn host_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<DecisionState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    log::add_to_linker::<DecisionState, HasSelf<DecisionState>>(&mut linker, |state| state)?;
+    Ok(linker)
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] so running guests notice
+/// their deadline.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    fn start(engine: wasmtime::Engine) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::Builder::new().name("rekon-epoch".into()).spawn({
+            let stop = stop.clone();
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            }
+        })?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Loading a guest: read, digest, classify the binary, compile, check that it
+//! exports a supported world and version, and resolve it against the host linker.
+
+use std::path::Path;
+
+use rekon_contract::bindings::v0_1_0;
+use rekon_contract::{ContractVersion, SUPPORTED_VERSIONS};
+use wasmtime::component::Component;
+
+use crate::engine::Engine;
+use crate::guest::{Bound, GuestPre};
+use crate::id::GuestId;
+use crate::limits::Limits;
+use crate::world::World;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{origin}: cannot read: {source}")]
+    Read {
+        origin: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{origin}: is a core WebAssembly module, not a component; build for wasm32-wasip2 \
+         (`cargo build --target wasm32-wasip2`) or wrap it with `wasm-tools component new`"
+    )]
+    CoreModule { origin: String },
+    #[error("{origin}: is a precompiled module (.cwasm); load it as precompiled")]
+    Precompiled { origin: String },
+    #[error("{origin}: not a valid WebAssembly component: {source}")]
+    Compile {
+        origin: String,
+        source: wasmtime::Error,
+    },
+    #[error(
+        "{origin}: does not export {expected}; it exports {}; host supports rekon:reconcile {}",
+        list_or_nothing(.exports),
+        supported_versions()
+    )]
+    NoSupportedWorld {
+        origin: String,
+        exports: Vec<String>,
+        /// What was looked for, e.g. "rekon:reconcile/pvc-decider@0.1.0".
+        expected: String,
+    },
+    #[error("{origin}: exports both the pvc-protection and resource-claim worlds; say which to load")]
+    AmbiguousWorld { origin: String },
+    #[error("{origin}: cannot be linked (it imports something the host does not provide): {source}")]
+    Link {
+        origin: String,
+        source: wasmtime::Error,
+    },
+    #[error("{origin}: memory cap of {requested} bytes exceeds the engine's largest ({max} bytes)")]
+    MemoryCapTooLarge {
+        origin: String,
+        requested: usize,
+        max: usize,
+    },
+}
+
+fn list_or_nothing(items: &[String]) -> String {
+    if items.is_empty() {
+        "nothing".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn supported_versions() -> String {
+    SUPPORTED_VERSIONS
+        .iter()
+        .map(|v| v.version)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Builds a [`GuestPre`]: `engine.loader().world(World::PvcProtection).file(path)`.
+pub struct GuestLoader<'e> {
+    engine: &'e Engine,
+    world: Option<World>,
+    limits: Limits,
+}
+
+impl<'e> GuestLoader<'e> {
+    pub(crate) fn new(engine: &'e Engine) -> Self {
+        Self {
+            engine,
+            world: None,
+            limits: engine.config().default_limits,
+        }
+    }
+
+    /// Require this world; without it the world is detected from the exports.
+    pub fn world(mut self, world: World) -> Self {
+        self.world = Some(world);
+        self
+    }
+
+    /// Deadline and memory cap of every decision of this guest.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Loads a component file; the guest is named after the file stem.
+    pub fn file(self, path: impl AsRef<Path>) -> Result<GuestPre, LoadError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            origin: origin.clone(),
+            source,
+        })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| origin.clone());
+        self.load(origin, GuestId::of(name, &bytes), &bytes, Format::Component)
+    }
+
+    /// Loads a component (binary, or WAT text) held in memory.
+    pub fn bytes(self, name: &str, bytes: &[u8]) -> Result<GuestPre, LoadError> {
+        self.load(name.to_owned(), GuestId::of(name, bytes), bytes, Format::Component)
+    }
+
+    /// Loads a component precompiled by [`Engine::precompile`] (a `.cwasm`).
+    ///
+    /// # Safety
+    ///
+    /// The bytes must come from [`Engine::precompile`] of a compatible engine and
+    /// be trusted: wasmtime maps them as executable code without validation.
+    pub unsafe fn precompiled(self, name: &str, bytes: &[u8]) -> Result<GuestPre, LoadError> {
+        self.load(name.to_owned(), GuestId::of(name, bytes), bytes, Format::Precompiled)
+    }
+
+    fn load(
+        self,
+        origin: String,
+        id: GuestId,
+        bytes: &[u8],
+        format: Format,
+    ) -> Result<GuestPre, LoadError> {
+        let engine = self.engine;
+        let max = engine.config().max_memory_bytes;
+        if self.limits.memory_bytes > max {
+            return Err(LoadError::MemoryCapTooLarge {
+                origin,
+                requested: self.limits.memory_bytes,
+                max,
+            });
+        }
+        let component = match format {
+            Format::Component => compile(engine, &origin, bytes)?,
+            // SAFETY: the caller of `precompiled` vouches for the bytes.
+            Format::Precompiled => unsafe { Component::deserialize(engine.wasmtime(), bytes) }
+                .map_err(|source| LoadError::Compile {
+                    origin: origin.clone(),
+                    source,
+                })?,
+        };
+        let (world, version) = detect_world(engine, &component, self.world, &origin)?;
+        let link_err = |source| LoadError::Link {
+            origin: origin.clone(),
+            source,
+        };
+        let pre = engine.linker().instantiate_pre(&component).map_err(link_err)?;
+        let bound = match (world, version.version) {
+            (World::PvcProtection, "0.1.0") => {
+                Bound::PvcV0_1(v0_1_0::pvc::PvcProtectionPre::new(pre).map_err(link_err)?)
+            }
+            (World::ResourceClaim, "0.1.0") => {
+                Bound::ClaimV0_1(v0_1_0::claim::ResourceClaimPre::new(pre).map_err(link_err)?)
+            }
+            (_, other) => unreachable!("version {other} is listed as supported but not bound"),
+        };
+        tracing::debug!(guest = %id, %world, version = version.version, "guest loaded");
+        Ok(GuestPre::new(id, world, *version, self.limits, bound, engine.clone()))
+    }
+}
+
+enum Format {
+    Component,
+    Precompiled,
+}
+
+/// Compiles after telling apart the binaries people pass by mistake.
+fn compile(engine: &Engine, origin: &str, bytes: &[u8]) -> Result<Component, LoadError> {
+    match classify(bytes) {
+        Binary::CoreModule => {
+            return Err(LoadError::CoreModule {
+                origin: origin.to_owned(),
+            });
+        }
+        Binary::Precompiled => {
+            return Err(LoadError::Precompiled {
+                origin: origin.to_owned(),
+            });
+        }
+        Binary::Component | Binary::Other => {}
+    }
+    // Anything else (a component, or WAT text for hand-written test components)
+    // is left to the compiler, whose error says what is wrong.
+    Component::new(engine.wasmtime(), bytes).map_err(|source| LoadError::Compile {
+        origin: origin.to_owned(),
+        source,
+    })
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Binary {
+    Component,
+    CoreModule,
+    Precompiled,
+    Other,
+}
+
+/// The preamble: `\0asm`, then a 16-bit version and a 16-bit layer
+/// (core modules: version 1, layer 0; components: layer 1).
+fn classify(bytes: &[u8]) -> Binary {
+    const CORE: [u8; 8] = [0, b'a', b's', b'm', 1, 0, 0, 0];
+    match bytes.get(..8) {
+        Some(head) if head == CORE => Binary::CoreModule,
+        Some(head) if head[..4] == *b"\0asm" && head[6..8] == [1, 0] => Binary::Component,
+        _ if wasmtime::Engine::detect_precompiled(bytes).is_some() => Binary::Precompiled,
+        _ => Binary::Other,
+    }
+}
+
+/// Finds the world (and version) whose decider interface the component exports.
+fn detect_world(
+    engine: &Engine,
+    component: &Component,
+    wanted: Option<World>,
+    origin: &str,
+) -> Result<(World, &'static ContractVersion), LoadError> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty
+        .exports(engine.wasmtime())
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    let worlds = wanted.as_ref().map_or(&World::ALL[..], std::slice::from_ref);
+    let found: Vec<(World, &'static ContractVersion)> = SUPPORTED_VERSIONS
+        .iter()
+        .flat_map(|v| worlds.iter().map(move |w| (*w, v)))
+        .filter(|(w, v)| exports.iter().any(|e| e == w.export(v)))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(LoadError::NoSupportedWorld {
+            origin: origin.to_owned(),
+            expected: expected_exports(worlds),
+            exports,
+        }),
+        // Newest supported version first; a component exporting two versions of
+        // the same world is served by the newest.
+        [first, rest @ ..] if rest.iter().all(|(w, _)| *w == first.0) => Ok(*first),
+        _ => Err(LoadError::AmbiguousWorld {
+            origin: origin.to_owned(),
+        }),
+    }
+}
+
+fn expected_exports(worlds: &[World]) -> String {
+    let names: Vec<&str> = SUPPORTED_VERSIONS
+        .iter()
+        .flat_map(|v| worlds.iter().map(move |w| w.export(v)))
+        .collect();
+    match names.as_slice() {
+        [one] => one.to_string(),
+        _ => format!("any of {}", names.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_by_preamble() {
+        assert_eq!(classify(&wat::parse_str("(module)").unwrap()), Binary::CoreModule);
+        assert_eq!(classify(&wat::parse_str("(component)").unwrap()), Binary::Component);
+        assert_eq!(classify(b"(component)"), Binary::Other);
+        assert_eq!(classify(b""), Binary::Other);
+    }
+
+    #[test]
+    fn no_supported_world_names_exports_expected_and_versions() {
+        let err = LoadError::NoSupportedWorld {
+            origin: "g.wasm".into(),
+            exports: vec!["rekon:reconcile/pvc-decider@0.2.0".into()],
+            expected: expected_exports(&[World::PvcProtection]),
+        };
+        assert_eq!(
+            err.to_string(),
+            "g.wasm: does not export rekon:reconcile/pvc-decider@0.1.0; it exports \
+             rekon:reconcile/pvc-decider@0.2.0; host supports rekon:reconcile 0.1.0"
+        );
+    }
+}

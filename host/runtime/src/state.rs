@@ -1,0 +1,109 @@
+//! The data of one decision's `Store`: a WASI context that grants nothing and
+//! is deterministic, the memory limiter, and the guest's identity for its logs.
+
+use std::time::Duration;
+
+use rekon_contract::current::log;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{
+    Deterministic, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView,
+    WasiView,
+};
+
+use crate::id::GuestId;
+use crate::limits::MemoryLimiter;
+
+/// How much of a guest's stderr (a panic message, typically) is kept for errors.
+const STDERR_CAPACITY: usize = 4096;
+
+/// The seed every decision's "random" source cycles through: same input, same output.
+const RANDOM_SEED: [u8; 32] = *b"rekon:reconcile deterministic!!!";
+
+pub(crate) struct DecisionState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    stderr: MemoryOutputPipe,
+    pub(crate) limiter: MemoryLimiter,
+    guest: GuestId,
+}
+
+impl DecisionState {
+    pub(crate) fn new(guest: GuestId, memory_cap: usize) -> Self {
+        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
+        // Defaults already grant no files, env, args or network and give a closed
+        // stdin and discarding stdout; clocks and randomness are made fixed here.
+        let wasi = WasiCtxBuilder::new()
+            .stderr(stderr.clone())
+            .wall_clock(FixedClock)
+            .monotonic_clock(FixedClock)
+            .secure_random(Deterministic::new(RANDOM_SEED.to_vec()))
+            .insecure_random(Deterministic::new(RANDOM_SEED.to_vec()))
+            .insecure_random_seed(u128::from_le_bytes(
+                RANDOM_SEED[..16].try_into().expect("16 bytes"),
+            ))
+            .build();
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            stderr,
+            limiter: MemoryLimiter::new(memory_cap),
+            guest,
+        }
+    }
+
+    /// What the guest wrote to stderr (a panic message, typically) on one line,
+    /// without Rust's hint about RUST_BACKTRACE, which a guest cannot act on.
+    pub(crate) fn stderr(&self) -> String {
+        let contents = self.stderr.contents();
+        let text = String::from_utf8_lossy(&contents);
+        text.lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with("note: run with `RUST_BACKTRACE"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+impl WasiView for DecisionState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl log::Host for DecisionState {
+    fn log(&mut self, level: log::Level, message: String) {
+        let guest = &self.guest;
+        match level {
+            log::Level::Debug => tracing::debug!(target: "rekon::guest", %guest, "{message}"),
+            log::Level::Info => tracing::info!(target: "rekon::guest", %guest, "{message}"),
+            log::Level::Warn => tracing::warn!(target: "rekon::guest", %guest, "{message}"),
+        }
+    }
+}
+
+/// A clock that never moves: guests must not depend on time.
+struct FixedClock;
+
+impl HostWallClock for FixedClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FixedClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+
+    fn now(&self) -> u64 {
+        0
+    }
+}

@@ -1,0 +1,126 @@
+//! The worlds a guest can implement and the decisions each exports.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rekon_contract::ContractVersion;
+
+/// A controller world of `rekon:reconcile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum World {
+    PvcProtection,
+    ResourceClaim,
+}
+
+impl World {
+    pub const ALL: [World; 2] = [World::PvcProtection, World::ResourceClaim];
+
+    /// The WIT world name, without package or version.
+    pub fn name(self) -> &'static str {
+        match self {
+            World::PvcProtection => "pvc-protection",
+            World::ResourceClaim => "resource-claim",
+        }
+    }
+
+    /// The interface a component of this world exports in `version`.
+    pub fn export(self, version: &ContractVersion) -> &'static str {
+        match self {
+            World::PvcProtection => version.pvc_decider,
+            World::ResourceClaim => version.claim_decider,
+        }
+    }
+
+    pub fn decisions(self) -> &'static [Decision] {
+        match self {
+            World::PvcProtection => &[Decision::Decide],
+            World::ResourceClaim => &[Decision::DecidePod, Decision::DecideClaim],
+        }
+    }
+}
+
+impl fmt::Display for World {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One exported decision function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// `pvc-decider.decide`.
+    Decide,
+    /// `claim-decider.decide-pod`.
+    DecidePod,
+    /// `claim-decider.decide-claim`.
+    DecideClaim,
+}
+
+impl Decision {
+    pub const ALL: [Decision; 3] = [Decision::Decide, Decision::DecidePod, Decision::DecideClaim];
+
+    /// The WIT function name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Decide => "decide",
+            Decision::DecidePod => "decide-pod",
+            Decision::DecideClaim => "decide-claim",
+        }
+    }
+
+    pub fn world(self) -> World {
+        match self {
+            Decision::Decide => World::PvcProtection,
+            Decision::DecidePod | Decision::DecideClaim => World::ResourceClaim,
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown decision `{0}`: expected one of decide, decide-pod, decide-claim")]
+pub struct UnknownDecision(String);
+
+impl FromStr for Decision {
+    type Err = UnknownDecision;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Decision::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| UnknownDecision(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_round_trip_by_name_and_belong_to_their_world() {
+        for decision in Decision::ALL {
+            assert_eq!(decision.name().parse::<Decision>().unwrap(), decision);
+            assert!(decision.world().decisions().contains(&decision));
+        }
+        let err = "decide-pvc".parse::<Decision>().unwrap_err();
+        assert!(err.to_string().contains("decide-pvc"));
+    }
+
+    #[test]
+    fn exports_name_the_versioned_interface() {
+        let v = &rekon_contract::SUPPORTED_VERSIONS[0];
+        assert_eq!(
+            World::PvcProtection.export(v),
+            "rekon:reconcile/pvc-decider@0.1.0"
+        );
+        assert_eq!(
+            World::ResourceClaim.export(v),
+            "rekon:reconcile/claim-decider@0.1.0"
+        );
+    }
+}

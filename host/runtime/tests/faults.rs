@@ -1,0 +1,125 @@
+//! A misbehaving guest fails only its own decision, with an error naming it,
+//! and the same engine keeps serving.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use rekon_contract::model::{PvcDecision, PvcInput};
+use rekon_runtime::testing::built_guest;
+use rekon_runtime::{Engine, EngineConfig, Failure, GuestPre, Limits, World};
+
+fn misbehaving(limits: Limits) -> GuestPre {
+    let engine = Engine::new(EngineConfig {
+        max_concurrent_decisions: 4,
+        max_memory_bytes: 64 << 20,
+        default_limits: limits,
+    })
+    .unwrap();
+    engine
+        .loader()
+        .world(World::PvcProtection)
+        .file(built_guest("rekon_guest_misbehaving"))
+        .unwrap()
+}
+
+fn input(pvc_name: &str) -> PvcInput {
+    let mut input = PvcInput::default();
+    input.pvc.meta.name = pvc_name.into();
+    input
+}
+
+fn assert_still_serves(guest: &GuestPre) {
+    assert_eq!(
+        guest.decide_pvc(input("data")).unwrap(),
+        PvcDecision::Actions(vec![])
+    );
+}
+
+#[test]
+fn endless_loop_hits_the_deadline() {
+    let deadline = Duration::from_millis(20);
+    let guest = misbehaving(Limits {
+        deadline,
+        memory_bytes: 16 << 20,
+    });
+    let started = Instant::now();
+    let err = guest
+        .decide_pvc(input("loop"))
+        .unwrap_err()
+        .with_key("default/loop");
+    let took = started.elapsed();
+    assert!(
+        matches!(err.failure, Failure::DeadlineExceeded(d) if d == deadline),
+        "{err}"
+    );
+    assert!(took >= deadline, "stopped after {took:?}, before the deadline");
+    assert!(took < Duration::from_secs(2), "stopped only after {took:?}");
+    let message = err.to_string();
+    assert!(message.starts_with("guest rekon_guest_misbehaving@sha256:"), "{message}");
+    assert!(message.contains("(key default/loop)"), "{message}");
+    assert!(message.contains("deadline of 20ms exceeded"), "{message}");
+    assert_still_serves(&guest);
+}
+
+#[test]
+fn memory_bomb_hits_the_cap() {
+    let guest = misbehaving(Limits {
+        deadline: Duration::from_secs(5),
+        memory_bytes: 16 << 20,
+    });
+    let err = guest.decide_pvc(input("bomb")).unwrap_err();
+    match err.failure {
+        Failure::MemoryCapExceeded { cap, requested } => {
+            assert_eq!(cap, 16 << 20);
+            assert!(requested > cap, "requested {requested}");
+        }
+        ref other => panic!("expected a memory cap failure, got {other}"),
+    }
+    assert!(err.to_string().contains("rekon_guest_misbehaving@sha256:"));
+    assert_still_serves(&guest);
+}
+
+#[test]
+fn panic_is_a_trap_with_the_guest_message() {
+    let guest = misbehaving(Limits::default());
+    let err = guest.decide_pvc(input("panic")).unwrap_err();
+    match &err.failure {
+        Failure::Trap { stderr, .. } => {
+            assert!(
+                stderr.contains("panic requested by PVC \"panic\""),
+                "stderr: {stderr}"
+            );
+        }
+        other => panic!("expected a trap, got {other}"),
+    }
+    eprintln!("PANIC ERR: {err}");
+    assert_eq!(err.guest.name(), "rekon_guest_misbehaving");
+    assert_still_serves(&guest);
+}
+
+#[test]
+fn faults_in_a_row_do_not_exhaust_the_instance_pool() {
+    // The pool holds 4 instances: a leaked instance per failure would show here.
+    let guest = misbehaving(Limits {
+        deadline: Duration::from_millis(5),
+        memory_bytes: 8 << 20,
+    });
+    for name in ["loop", "bomb", "panic"].repeat(3) {
+        assert!(guest.decide_pvc(input(name)).is_err());
+    }
+    assert_still_serves(&guest);
+}
+
+#[test]
+fn a_pvc_guest_does_not_answer_claim_decisions() {
+    let guest = misbehaving(Limits::default());
+    let err = guest
+        .decide_claim(common::claim_with_reservations(1))
+        .unwrap_err();
+    assert!(
+        matches!(err.failure, Failure::WrongWorld { world: World::PvcProtection, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("does not export `decide-claim`"), "{err}");
+}

@@ -1,0 +1,188 @@
+//! `rekon simulate` as a library: start the embedded API server with the given
+//! state, run the controllers until they go idle, apply each scripted step and let
+//! them settle again, and report the final objects and the journal.
+
+mod steps;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use rekon_apiserver::{ApiServer, FaultConfig, KubeletMode, ServerConfig};
+use rekon_controllers::decider::{ClaimDecider, PvcDecider, Slot};
+use rekon_controllers::host::{Host, HostConfig, NotConverged};
+use rekon_controllers::journal::Journal;
+use rekon_machinery::queue::QueueConfig;
+use serde_json::Value;
+
+pub use steps::{DeleteStep, ObjectRef, PatchStep, PatchType, Step, parse_steps};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    #[error("embedded API server: {0}")]
+    Server(String),
+    #[error("kube client for the embedded API server: {0}")]
+    Client(String),
+    #[error("state: {0}")]
+    State(String),
+    #[error("step {index} ({step}): {message}")]
+    Step { index: usize, step: String, message: String },
+}
+
+/// The cluster the simulation runs in.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub seed: u64,
+    pub garbage_collector: bool,
+    pub kubelet: KubeletMode,
+    pub pvc_protection_admission: bool,
+    pub faults: Option<FaultConfig>,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            garbage_collector: true,
+            kubelet: KubeletMode::Instant,
+            pvc_protection_admission: true,
+            faults: None,
+        }
+    }
+}
+
+/// When the controllers count as idle, and how long they may take.
+#[derive(Debug, Clone)]
+pub struct Settle {
+    /// Nothing happened for this long.
+    pub quiet: Duration,
+    /// No requeue is due within this bound.
+    pub requeue_bound: Duration,
+    /// Give up (not converged) after this long, per phase.
+    pub timeout: Duration,
+}
+
+impl Default for Settle {
+    fn default() -> Self {
+        Self {
+            quiet: Duration::from_millis(300),
+            requeue_bound: Duration::from_secs(2),
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+pub struct Deciders {
+    pub pvc: Arc<Slot<dyn PvcDecider>>,
+    pub claim: Arc<Slot<dyn ClaimDecider>>,
+}
+
+/// What a simulation ends with.
+pub struct Report {
+    /// Every object, sorted by apiVersion, kind, namespace, name; managedFields dropped.
+    pub objects: Vec<Value>,
+    pub journal: Arc<Journal>,
+    /// `Err` names the keys that did not converge.
+    pub converged: Result<(), NotConverged>,
+}
+
+/// An embedded API server and a client for it.
+pub struct EmbeddedCluster {
+    pub server: ApiServer,
+    pub client: Client,
+}
+
+impl EmbeddedCluster {
+    pub async fn start(options: &ClusterOptions) -> Result<Self, SimulateError> {
+        Self::start_at(options, "127.0.0.1:0".parse().expect("loopback address")).await
+    }
+
+    /// Like [`Self::start`], listening on `addr`.
+    pub async fn start_at(options: &ClusterOptions, addr: std::net::SocketAddr) -> Result<Self, SimulateError> {
+        let mut config = ServerConfig::new()
+            .seed(options.seed)
+            .garbage_collector(options.garbage_collector)
+            .kubelet(options.kubelet.clone())
+            .pvc_protection_admission(options.pvc_protection_admission);
+        if let Some(faults) = &options.faults {
+            config = config.faults(faults.clone());
+        }
+        let server = ApiServer::start(config, addr)
+            .await
+            .map_err(|e| SimulateError::Server(e.to_string()))?;
+        let client = client_for(&server.kubeconfig_yaml()).await?;
+        Ok(Self { server, client })
+    }
+
+    /// Every object, sorted, without managedFields.
+    pub fn objects(&self) -> Vec<Value> {
+        let mut objects = self.server.store().snapshot();
+        for obj in &mut objects {
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+        }
+        objects
+    }
+}
+
+/// A kube client for a kubeconfig given as YAML text.
+pub async fn client_for(kubeconfig_yaml: &str) -> Result<Client, SimulateError> {
+    let kubeconfig = Kubeconfig::from_yaml(kubeconfig_yaml).map_err(|e| SimulateError::Client(e.to_string()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| SimulateError::Client(e.to_string()))?;
+    Client::try_from(config).map_err(|e| SimulateError::Client(e.to_string()))
+}
+
+/// Host settings for simulations: a fast queue and a few workers.
+pub fn host_config(deciders: &Deciders, journal: Arc<Journal>) -> HostConfig {
+    HostConfig {
+        workers: 2,
+        pvc_decider: deciders.pvc.clone(),
+        claim_decider: deciders.claim.clone(),
+        journal,
+        queue: QueueConfig::default(),
+    }
+}
+
+/// Runs a whole simulation.
+pub async fn simulate(
+    state: Vec<Value>,
+    steps: Vec<Step>,
+    options: ClusterOptions,
+    settle: Settle,
+    deciders: Deciders,
+    journal: Arc<Journal>,
+) -> Result<Report, SimulateError> {
+    let cluster = EmbeddedCluster::start(&options).await?;
+    cluster
+        .server
+        .store()
+        .load_objects(state)
+        .map_err(|e| SimulateError::State(e.to_string()))?;
+    let host = Host::start(cluster.client.clone(), host_config(&deciders, journal.clone()));
+    let mut converged = host.wait_idle(settle.quiet, settle.requeue_bound, settle.timeout).await;
+    for (index, step) in steps.iter().enumerate() {
+        if converged.is_err() {
+            break;
+        }
+        step.apply(&cluster.client)
+            .await
+            .map_err(|message| SimulateError::Step {
+                index,
+                step: step.describe(),
+                message,
+            })?;
+        converged = host.wait_idle(settle.quiet, settle.requeue_bound, settle.timeout).await;
+    }
+    host.shutdown(Duration::from_secs(5)).await;
+    let objects = cluster.objects();
+    cluster.server.shutdown().await;
+    Ok(Report {
+        objects,
+        journal,
+        converged,
+    })
+}

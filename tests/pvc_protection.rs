@@ -1,0 +1,203 @@
+//! End-to-end: the pvc-protection controller with the wasm guest against the
+//! embedded API server (upstream-behaviour §1 and §4.3).
+
+use std::time::Duration;
+
+use rekon_apiserver::{FaultConfig, KubeletMode, RequestFault, Verb, WatchFault};
+use rekon_simulate::{ClusterOptions, Settle};
+use rekon_tests::sim::*;
+use serde_json::json;
+
+fn options() -> ClusterOptions {
+    ClusterOptions::default()
+}
+
+fn pvc_patches(report: &rekon_simulate::Report, name: &str) -> Vec<u16> {
+    writes(&report.journal)
+        .into_iter()
+        .filter(|(verb, resource, _, n, _)| verb == "patch" && resource == "persistentvolumeclaims" && n == name)
+        .map(|w| w.4)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pvc_used_by_a_scheduled_pod_keeps_its_finalizer() {
+    let state = vec![
+        namespace("ns"),
+        deleting_pvc("ns", "data"),
+        pod("ns", "web", "node-a", json!([pvc_volume("v", "data")])),
+    ];
+    let report = run(state, vec![], options(), quick()).await;
+    report.converged.expect("converged");
+    let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC still there");
+    assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
+    assert!(pvc_patches(&report, "data").is_empty(), "no write while in use");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_finalizer_goes_once_the_pod_is_gone_after_a_live_list() {
+    let state = vec![
+        namespace("ns"),
+        deleting_pvc("ns", "data"),
+        pod("ns", "web", "node-a", json!([pvc_volume("v", "data")])),
+    ];
+    let script = steps("- delete: {apiVersion: v1, kind: Pod, namespace: ns, name: web}");
+    let report = run(state, script, options(), quick()).await;
+    report.converged.expect("converged");
+    assert!(
+        find(&report.objects, "PersistentVolumeClaim", "ns", "data").is_none(),
+        "removing the last finalizer deleted the PVC"
+    );
+    let w = writes(&report.journal);
+    let list = w.iter().position(|(verb, r, ..)| verb == "list" && r == "pods").expect("a live pod list");
+    let patch = w
+        .iter()
+        .position(|(verb, r, _, n, code)| verb == "patch" && r == "persistentvolumeclaims" && n == "data" && *code == 200)
+        .expect("the finalizer patch");
+    assert!(list < patch, "the live list precedes the removal: {w:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_succeeded_pod_that_still_exists_keeps_blocking() {
+    let mut done = pod("ns", "job", "node-a", json!([pvc_volume("v", "data")]));
+    done["status"]["phase"] = json!("Succeeded");
+    let state = vec![namespace("ns"), deleting_pvc("ns", "data"), done];
+    let report = run(state, vec![], options(), quick()).await;
+    report.converged.expect("converged");
+    let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC kept");
+    assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unscheduled_pod_never_blocks() {
+    let state = vec![
+        namespace("ns"),
+        deleting_pvc("ns", "data"),
+        pod("ns", "pending", "", json!([pvc_volume("v", "data")])),
+    ];
+    let report = run(state, vec![], options(), quick()).await;
+    report.converged.expect("converged");
+    assert!(find(&report.objects, "PersistentVolumeClaim", "ns", "data").is_none());
+    assert_eq!(pvc_patches(&report, "data"), vec![200]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ephemeral_pvcs_count_only_when_owned_by_the_pod() {
+    let owner = pod("ns", "web", "node-a", json!([ephemeral_volume("scratch")]));
+    let mut owned = deleting_pvc("ns", "web-scratch");
+    controlled_by(&mut owned, &owner);
+    // Same name, but owned by nobody: the pod does not use it.
+    let stranger_pod = pod("ns", "api", "node-a", json!([ephemeral_volume("cache")]));
+    let unowned = deleting_pvc("ns", "api-cache");
+    let state = vec![namespace("ns"), owner, owned, stranger_pod, unowned];
+    let report = run(state, vec![], options(), quick()).await;
+    report.converged.expect("converged");
+    let kept = find(&report.objects, "PersistentVolumeClaim", "ns", "web-scratch").expect("owned ephemeral PVC kept");
+    assert_eq!(finalizers(kept), vec![PVC_FINALIZER]);
+    assert!(find(&report.objects, "PersistentVolumeClaim", "ns", "api-cache").is_none(), "not owned: released");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pvc_without_the_finalizer_gets_it() {
+    let mut bare = pvc("ns", "old");
+    bare["metadata"]["finalizers"] = json!([]);
+    let state = vec![namespace("ns"), bare];
+    let report = run(state, vec![], options(), quick()).await;
+    report.converged.expect("converged");
+    let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "old").unwrap();
+    assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
+    assert_eq!(pvc_patches(&report, "old"), vec![200]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_pod_cache_never_removes_the_finalizer() {
+    // Pod events reach the host 3 s late: when the PVC is deleted right after a
+    // pod that uses it was created, the cache has no user, but the live list does.
+    let faults = FaultConfig {
+        watches: vec![WatchFault {
+            resources: vec!["pods".into()],
+            delay_ms: 3000,
+            ..WatchFault::default()
+        }],
+        ..FaultConfig::default()
+    };
+    let state = vec![namespace("ns"), pvc("ns", "data")];
+    let script = steps(
+        r#"
+- create: {apiVersion: v1, kind: Pod, metadata: {namespace: ns, name: web}, spec: {nodeName: node-a, containers: [{name: c, image: i}], volumes: [{name: v, persistentVolumeClaim: {claimName: data}}]}}
+- delete: {apiVersion: v1, kind: PersistentVolumeClaim, namespace: ns, name: data}
+"#,
+    );
+    let settle = Settle {
+        quiet: Duration::from_millis(200),
+        ..quick()
+    };
+    let report = run(state, script, ClusterOptions { faults: Some(faults), ..options() }, settle).await;
+    let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC kept");
+    assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
+    assert!(pvc_patches(&report, "data").is_empty(), "never removed: {:?}", writes(&report.journal));
+    let asked_live = decisions(&report.journal, "ns/data").iter().any(|d| d == "need-live-pods");
+    assert!(asked_live, "the guest found no user in the cache and asked for the live list");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conflict_leads_to_a_fresh_decision_not_a_blind_retry() {
+    // Half of the PVC patches are answered 409.
+    let faults = FaultConfig {
+        seed: Some(3),
+        requests: vec![RequestFault::new()
+            .verbs([Verb::Patch])
+            .resources(["persistentvolumeclaims"])
+            .conflict(0.5)],
+        ..FaultConfig::default()
+    };
+    let state = vec![
+        namespace("ns"),
+        deleting_pvc("ns", "a"),
+        deleting_pvc("ns", "b"),
+        deleting_pvc("ns", "c"),
+        deleting_pvc("ns", "d"),
+    ];
+    let report = run(state, vec![], ClusterOptions { faults: Some(faults), ..options() }, quick()).await;
+    report.converged.expect("converged");
+    let entries = report.journal.entries();
+    let mut saw_conflict = false;
+    for name in ["a", "b", "c", "d"] {
+        assert!(find(&report.objects, "PersistentVolumeClaim", "ns", name).is_none(), "{name} released");
+        // Between two patches of the same PVC there is always a new decision.
+        let mut decided_since_write = false;
+        for e in &entries {
+            match e {
+                rekon_controllers::journal::Entry::Decision { key, .. } if key == &format!("ns/{name}") => {
+                    decided_since_write = true
+                }
+                rekon_controllers::journal::Entry::Write { verb, name: n, code, .. } if verb == "patch" && n == name => {
+                    assert!(decided_since_write, "patch of {name} without a fresh decision");
+                    decided_since_write = false;
+                    saw_conflict |= *code == 409;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(saw_conflict, "the fault injection produced at least one 409");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pod_replaced_under_the_same_name_releases_the_old_pods_pvc() {
+    let state = vec![
+        namespace("ns"),
+        deleting_pvc("ns", "old-data"),
+        pod("ns", "web", "node-a", json!([pvc_volume("v", "old-data")])),
+    ];
+    // Delete + re-create under the same name with another PVC; the kubelet removes the old pod.
+    let script = steps(
+        r#"
+- delete: {apiVersion: v1, kind: Pod, namespace: ns, name: web, gracePeriodSeconds: 0}
+- create: {apiVersion: v1, kind: Pod, metadata: {namespace: ns, name: web}, spec: {nodeName: node-a, containers: [{name: c, image: i}], volumes: [{name: v, persistentVolumeClaim: {claimName: new-data}}]}}
+"#,
+    );
+    let report = run(state, script, ClusterOptions { kubelet: KubeletMode::Instant, ..options() }, quick()).await;
+    report.converged.expect("converged");
+    assert!(find(&report.objects, "PersistentVolumeClaim", "ns", "old-data").is_none());
+}

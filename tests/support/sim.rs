@@ -1,0 +1,193 @@
+//! Helpers for end-to-end scenarios: object builders, the built guests, running
+//! a simulation, and reading its final objects and journal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rekon_controllers::decider::{ClaimDecider, PvcDecider, Slot};
+use rekon_controllers::journal::{Entry, Journal};
+use rekon_runtime::{Engine, EngineConfig, World};
+use rekon_simulate::{ClusterOptions, Deciders, Report, Settle, Step, simulate};
+use serde_json::{Value, json};
+
+pub const PVC_FINALIZER: &str = "kubernetes.io/pvc-protection";
+pub const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+pub const POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
+pub const DELETED_AT: &str = "2026-01-01T00:00:00Z";
+
+/// The reference guests as built by `make guests`, loaded as components.
+pub fn wasm_deciders() -> Deciders {
+    let engine = Engine::new(EngineConfig::default()).expect("engine");
+    let pvc = engine
+        .loader()
+        .world(World::PvcProtection)
+        .file(rekon_runtime::testing::built_guest("rekon_guest_pvc_protection"))
+        .expect("pvc-protection guest (run `make guests`)");
+    let claim = engine
+        .loader()
+        .world(World::ResourceClaim)
+        .file(rekon_runtime::testing::built_guest("rekon_guest_resource_claim"))
+        .expect("resource-claim guest (run `make guests`)");
+    let pvc: Arc<dyn PvcDecider> = Arc::new(pvc);
+    let claim: Arc<dyn ClaimDecider> = Arc::new(claim);
+    Deciders {
+        pvc: Arc::new(Slot::new(pvc)),
+        claim: Arc::new(Slot::new(claim)),
+    }
+}
+
+pub fn namespace(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
+pub fn pvc(ns: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"namespace": ns, "name": name, "uid": format!("uid-pvc-{name}"),
+                     "finalizers": [PVC_FINALIZER]},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    })
+}
+
+/// A PVC already being deleted (still protected).
+pub fn deleting_pvc(ns: &str, name: &str) -> Value {
+    let mut p = pvc(ns, name);
+    p["metadata"]["deletionTimestamp"] = json!(DELETED_AT);
+    p["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+    p
+}
+
+/// A pod on `node` ("" = unscheduled) with the given volumes.
+pub fn pod(ns: &str, name: &str, node: &str, volumes: Value) -> Value {
+    let mut spec = json!({"containers": [{"name": "c", "image": "img"}], "volumes": volumes});
+    if !node.is_empty() {
+        spec["nodeName"] = json!(node);
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": ns, "name": name, "uid": format!("uid-pod-{name}")},
+        "spec": spec,
+        "status": {"phase": "Running"}
+    })
+}
+
+pub fn pvc_volume(volume: &str, claim: &str) -> Value {
+    json!({"name": volume, "persistentVolumeClaim": {"claimName": claim}})
+}
+
+pub fn ephemeral_volume(volume: &str) -> Value {
+    json!({"name": volume, "ephemeral": {"volumeClaimTemplate": {"spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}})
+}
+
+/// An owner reference making `pod` the controller.
+pub fn controlled_by(obj: &mut Value, pod: &Value) {
+    obj["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+        "uid": pod["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true
+    }]);
+}
+
+pub fn steps(yaml: &str) -> Vec<Step> {
+    rekon_simulate::parse_steps(yaml).expect("steps")
+}
+
+/// Runs a simulation with the wasm guests.
+pub async fn run(state: Vec<Value>, steps: Vec<Step>, options: ClusterOptions, settle: Settle) -> Report {
+    let journal = Arc::new(Journal::new());
+    simulate(state, steps, options, settle, wasm_deciders(), journal)
+        .await
+        .expect("simulation runs")
+}
+
+pub fn quick() -> Settle {
+    Settle {
+        quiet: Duration::from_millis(300),
+        requeue_bound: Duration::from_secs(2),
+        timeout: Duration::from_secs(30),
+    }
+}
+
+/// The object of `kind` named `ns/name` in the final state.
+pub fn find<'a>(objects: &'a [Value], kind: &str, ns: &str, name: &str) -> Option<&'a Value> {
+    objects.iter().find(|o| {
+        o["kind"] == kind && o["metadata"]["namespace"].as_str().unwrap_or("") == ns && o["metadata"]["name"] == name
+    })
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// Journal write entries as (verb, resource, subresource, name, code).
+pub fn writes(journal: &Journal) -> Vec<(String, String, Option<String>, String, u16)> {
+    journal
+        .entries()
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Write { verb, resource, subresource, name, code, .. } => Some((verb, resource, subresource, name, code)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Decision outcomes for keys containing `key`, in order.
+pub fn decisions(journal: &Journal, key: &str) -> Vec<Value> {
+    journal
+        .entries()
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Decision { key: k, outcome, .. } if k.contains(key) => Some(outcome),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn template(ns: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"namespace": ns, "name": name, "uid": format!("uid-tpl-{name}")},
+        "spec": {"metadata": {"labels": {"team": "ml"}, "annotations": {"note": "from-template"}},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    })
+}
+
+/// A pod whose pod claims come from templates: `(pod claim name, template name)`.
+pub fn pod_with_template_claims(ns: &str, name: &str, node: &str, claims: &[(&str, &str)]) -> Value {
+    let mut p = pod(ns, name, node, json!([]));
+    p["spec"]["resourceClaims"] = claims
+        .iter()
+        .map(|(claim, tpl)| json!({"name": claim, "resourceClaimTemplateName": tpl}))
+        .collect();
+    p
+}
+
+/// A claim; `allocated` adds an allocation, `reserved_for` pod (name, uid) pairs.
+pub fn claim(ns: &str, name: &str, allocated: bool, reserved_for: &[(&str, &str)]) -> Value {
+    let mut c = json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"namespace": ns, "name": name, "uid": format!("uid-claim-{name}")},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+        "status": {}
+    });
+    if allocated {
+        c["status"]["allocation"] = json!({"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.example.com", "pool": "node-a", "device": "gpu-0"}]}});
+        c["metadata"]["finalizers"] = json!([CLAIM_FINALIZER]);
+    }
+    if !reserved_for.is_empty() {
+        c["status"]["reservedFor"] = reserved_for
+            .iter()
+            .map(|(n, uid)| json!({"resource": "pods", "name": n, "uid": uid}))
+            .collect();
+    }
+    c
+}
+
+/// Every ResourceClaim in the final state.
+pub fn claims(objects: &[Value]) -> Vec<&Value> {
+    objects.iter().filter(|o| o["kind"] == "ResourceClaim").collect()
+}
