@@ -55,8 +55,12 @@ async fn run(filters: &[String]) -> anyhow::Result<bool> {
         return Ok(true);
     }
 
-    // TEMP until rekon_apiserver::ApiServer exists.
-    let mut targets: Vec<Target> = Vec::new();
+    // v1.20 enables the StorageObjectInUseProtection admission plugin by default.
+    let config = rekon_apiserver::ServerConfig::new().pvc_protection_admission(true);
+    let embedded = rekon_apiserver::ApiServer::start(config, "127.0.0.1:0".parse()?).await?;
+    let mut targets = vec![
+        Target::from_kubeconfig_yaml(ServerKind::Embedded, &embedded.kubeconfig_yaml()).await?,
+    ];
     match real_target().await? {
         Some((target, path)) => {
             println!(
@@ -73,6 +77,7 @@ async fn run(filters: &[String]) -> anyhow::Result<bool> {
     }
 
     let reports = run_all(&scenarios, &targets).await;
+    embedded.shutdown().await;
     let mut failed = 0;
     for report in &reports {
         print!("{}", report.render());
@@ -104,7 +109,10 @@ async fn real_target() -> anyhow::Result<Option<(Target, PathBuf)>> {
         .send("GET", "/version", "application/json", None)
         .await
         .map_err(|e| {
-            anyhow::anyhow!("{REAL_KUBECONFIG_ENV}={} is set but the server does not answer: {e}", path.display())
+            anyhow::anyhow!(
+                "{REAL_KUBECONFIG_ENV}={} is set but the server does not answer: {e}",
+                path.display()
+            )
         })?;
     anyhow::ensure!(
         version.code == 200,

@@ -28,7 +28,7 @@ async fn a_pvc_used_by_a_scheduled_pod_keeps_its_finalizer() {
         pod("ns", "web", "node-a", json!([pvc_volume("v", "data")])),
     ];
     let report = run(state, vec![], options(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC still there");
     assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
     assert!(pvc_patches(&report, "data").is_empty(), "no write while in use");
@@ -43,7 +43,7 @@ async fn the_finalizer_goes_once_the_pod_is_gone_after_a_live_list() {
     ];
     let script = steps("- delete: {apiVersion: v1, kind: Pod, namespace: ns, name: web}");
     let report = run(state, script, options(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     assert!(
         find(&report.objects, "PersistentVolumeClaim", "ns", "data").is_none(),
         "removing the last finalizer deleted the PVC"
@@ -63,7 +63,7 @@ async fn a_succeeded_pod_that_still_exists_keeps_blocking() {
     done["status"]["phase"] = json!("Succeeded");
     let state = vec![namespace("ns"), deleting_pvc("ns", "data"), done];
     let report = run(state, vec![], options(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC kept");
     assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
 }
@@ -76,7 +76,7 @@ async fn an_unscheduled_pod_never_blocks() {
         pod("ns", "pending", "", json!([pvc_volume("v", "data")])),
     ];
     let report = run(state, vec![], options(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     assert!(find(&report.objects, "PersistentVolumeClaim", "ns", "data").is_none());
     assert_eq!(pvc_patches(&report, "data"), vec![200]);
 }
@@ -91,7 +91,7 @@ async fn ephemeral_pvcs_count_only_when_owned_by_the_pod() {
     let unowned = deleting_pvc("ns", "api-cache");
     let state = vec![namespace("ns"), owner, owned, stranger_pod, unowned];
     let report = run(state, vec![], options(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let kept = find(&report.objects, "PersistentVolumeClaim", "ns", "web-scratch").expect("owned ephemeral PVC kept");
     assert_eq!(finalizers(kept), vec![PVC_FINALIZER]);
     assert!(find(&report.objects, "PersistentVolumeClaim", "ns", "api-cache").is_none(), "not owned: released");
@@ -103,7 +103,7 @@ async fn a_pvc_without_the_finalizer_gets_it() {
     bare["metadata"]["finalizers"] = json!([]);
     let state = vec![namespace("ns"), bare];
     let report = run(state, vec![], options(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "old").unwrap();
     assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
     assert_eq!(pvc_patches(&report, "old"), vec![200]);
@@ -159,7 +159,7 @@ async fn a_conflict_leads_to_a_fresh_decision_not_a_blind_retry() {
         deleting_pvc("ns", "d"),
     ];
     let report = run(state, vec![], ClusterOptions { faults: Some(faults), ..options() }, quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let entries = report.journal.entries();
     let mut saw_conflict = false;
     for name in ["a", "b", "c", "d"] {
@@ -198,6 +198,11 @@ async fn a_pod_replaced_under_the_same_name_releases_the_old_pods_pvc() {
 "#,
     );
     let report = run(state, script, ClusterOptions { kubelet: KubeletMode::Instant, ..options() }, quick()).await;
-    report.converged.expect("converged");
-    assert!(find(&report.objects, "PersistentVolumeClaim", "ns", "old-data").is_none());
+    report.converged.as_ref().expect("converged");
+    assert!(
+        find(&report.objects, "PersistentVolumeClaim", "ns", "old-data").is_none(),
+        "{:#?}\n{:#?}",
+        report.objects,
+        report.journal.entries()
+    );
 }

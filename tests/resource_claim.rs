@@ -39,7 +39,7 @@ async fn a_template_claim_is_generated_owned_annotated_and_recorded() {
         pod_with_template_claims("ns", "test-pod", "", &[("acme-resource", "gpu")]),
     ];
     let report = run(state, vec![], ClusterOptions::default(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let all = claims(&report.objects);
     assert_eq!(all.len(), 1);
     let claim = all[0];
@@ -68,7 +68,7 @@ async fn a_pod_with_three_template_claims_gets_all_three_in_its_status() {
         pod_with_template_claims("ns", "trio", "", &[("a", "gpu"), ("b", "gpu"), ("c", "gpu")]),
     ];
     let report = run(state, vec![], ClusterOptions::default(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     assert_eq!(claims(&report.objects).len(), 3);
     let pod = find(&report.objects, "Pod", "ns", "trio").unwrap();
     let names: Vec<String> = statuses(pod).into_iter().map(|s| s.0).collect();
@@ -87,7 +87,7 @@ async fn long_pod_and_claim_names_follow_the_truncation_rule() {
         pod_with_template_claims("ns", &pod_name, "", &[(&claim_name, "gpu")]),
     ];
     let report = run(state, vec![], ClusterOptions::default(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let all = claims(&report.objects);
     let name = all[0]["metadata"]["name"].as_str().unwrap();
     let base = format!("{}-{}", "a".repeat(31), "b".repeat(23));
@@ -106,7 +106,7 @@ async fn a_done_pods_generated_claim_is_deleted_with_preconditions() {
         "- patch: {apiVersion: v1, kind: Pod, namespace: ns, name: job, type: merge, status: true, patch: {status: {phase: Succeeded}}}",
     );
     let report = run(state, script, ClusterOptions::default(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     assert!(claims(&report.objects).is_empty(), "the generated claim went away");
     let delete = report
         .journal
@@ -136,7 +136,7 @@ async fn a_deleted_claim_named_in_the_pod_status_is_generated_again() {
     state[2]["status"]["resourceClaimStatuses"] = json!([{"name": "gpu", "resourceClaimName": "web-gpu-old12"}]);
     let script = steps("- delete: {apiVersion: resource.k8s.io/v1, kind: ResourceClaim, namespace: ns, name: web-gpu-old12}");
     let report = run(state, script, ClusterOptions::default(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let all = claims(&report.objects);
     assert_eq!(all.len(), 1);
     let new_name = all[0]["metadata"]["name"].as_str().unwrap().to_string();
@@ -168,7 +168,7 @@ async fn no_second_claim_while_the_claim_informer_lags() {
     );
     let settle = Settle { quiet: Duration::from_millis(2500), ..quick() };
     let report = run(state, script, ClusterOptions { faults: Some(faults), ..ClusterOptions::default() }, settle).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     assert_eq!(claims(&report.objects).len(), 2, "one claim per pod claim");
     assert_eq!(creates(&report), 2);
 }
@@ -188,7 +188,7 @@ async fn a_pre_scheduled_pod_gets_its_allocated_claim_reserved_but_a_done_one_do
         done,
     ];
     let report = run(state, vec![], ClusterOptions::default(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let shared = find(&report.objects, "ResourceClaim", "ns", "shared").unwrap();
     assert_eq!(shared["status"]["reservedFor"][0]["uid"], "uid-pod-runner");
     let other = find(&report.objects, "ResourceClaim", "ns", "other").unwrap();
@@ -206,7 +206,7 @@ async fn reservations_of_gone_pods_are_dropped_and_the_allocation_released() {
     lonely["metadata"]["deletionGracePeriodSeconds"] = json!(0);
     let state = vec![namespace("ns"), alive, deleting, lonely];
     let report = run(state, vec![], ClusterOptions::default(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     let shared = find(&report.objects, "ResourceClaim", "ns", "shared").unwrap();
     let reserved: Vec<&str> = shared["status"]["reservedFor"]
         .as_array()
@@ -228,6 +228,6 @@ async fn reservations_of_gone_pods_are_dropped_and_the_allocation_released() {
 async fn a_claim_without_a_pod_owner_is_never_deleted() {
     let state = vec![namespace("ns"), claim("ns", "manual", false, &[])];
     let report = run(state, vec![], ClusterOptions::default(), quick()).await;
-    report.converged.expect("converged");
+    report.converged.as_ref().expect("converged");
     assert!(find(&report.objects, "ResourceClaim", "ns", "manual").is_some());
 }

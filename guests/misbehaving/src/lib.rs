@@ -37,7 +37,10 @@ pub fn decide(input: &PvcInput) -> PvcDecision {
     match Behaviour::for_pvc(&input.pvc.meta.name) {
         Behaviour::Loop => spin(),
         Behaviour::Bomb => exhaust_memory(),
-        Behaviour::Panic => panic!("misbehaving guest: panic requested by PVC {:?}", input.pvc.meta.name),
+        Behaviour::Panic => panic!(
+            "misbehaving guest: panic requested by PVC {:?}",
+            input.pvc.meta.name
+        ),
         Behaviour::Behave => PvcDecision::Actions(Vec::new()),
     }
 }

@@ -75,16 +75,25 @@ fn every_case_holds() {
     let mut count = 0;
     for path in case_files() {
         let text = std::fs::read_to_string(&path).expect("readable case file");
-        let file: CaseFile = serde_yaml::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let file: CaseFile =
+            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         for case in &file.cases {
             count += 1;
-            assert!(names.insert(case.name.clone()), "duplicate case name {:?}", case.name);
+            assert!(
+                names.insert(case.name.clone()),
+                "duplicate case name {:?}",
+                case.name
+            );
             if let Err(e) = run(case) {
                 failures.push(format!("{} / {}: {e}", path.display(), case.name));
             }
         }
     }
-    assert!(failures.is_empty(), "{} failing cases:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failing cases:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(count >= 24, "only {count} cases");
 }

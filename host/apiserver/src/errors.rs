@@ -230,6 +230,14 @@ impl ApiError {
         )
     }
 
+    pub fn unsupported_body(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {content_type:?} (the rekon embedded API server does not decode protobuf)"),
+        )
+    }
+
     pub fn path_not_found(path: &str) -> Self {
         Self::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
     }

@@ -17,39 +17,7 @@ use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
-/// `namespace/name` of a namespaced object.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl ObjectKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-
-    /// Parses `namespace/name`.
-    pub fn parse(key: &str) -> Option<Self> {
-        let (ns, name) = key.split_once('/')?;
-        (!ns.is_empty() && !name.is_empty()).then(|| Self::new(ns, name))
-    }
-}
-
-impl fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-impl fmt::Debug for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
+pub use rekon_machinery::ObjectKey;
 
 /// What a cache stores: the projection of one object.
 pub trait Projection: Send + Sync + 'static {
@@ -346,13 +314,5 @@ mod tests {
         assert_eq!(deleted, vec!["gone"]);
         assert!(cache.by_index("tag", "ns/z").is_empty());
         assert_eq!(cache.len(), 1);
-    }
-
-    #[test]
-    fn object_keys_parse_and_print() {
-        let key = ObjectKey::parse("ns/name").unwrap();
-        assert_eq!(key.to_string(), "ns/name");
-        assert!(ObjectKey::parse("nons").is_none());
-        assert!(ObjectKey::parse("/x").is_none());
     }
 }

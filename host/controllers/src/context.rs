@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use rekon_guest::model;
+use rekon_machinery::enqueue::{pvc_protection, resource_claim};
 
 use crate::cache::Cache;
 use crate::journal::Journal;
@@ -57,61 +58,26 @@ impl Default for Caches {
     }
 }
 
-/// Names of the PVCs a pod's volumes reference, as `ns/name` (upstream's pod->PVC index).
+fn keys(keys: Vec<rekon_machinery::ObjectKey>) -> Vec<String> {
+    keys.iter().map(ToString::to_string).collect()
+}
+
+/// Index values: `ns/<pvc>` for each PVC the pod's volumes name.
 pub fn pvc_names(pod: &model::Pod) -> Vec<String> {
-    let ns = &pod.meta.namespace;
-    pod.volumes
-        .iter()
-        .map(|v| match &v.source {
-            model::VolumeSource::PersistentVolumeClaim(claim) => format!("{ns}/{claim}"),
-            model::VolumeSource::Ephemeral => format!("{ns}/{}-{}", pod.meta.name, v.name),
-        })
-        .collect()
+    keys(pvc_protection::pod_pvc_keys(pod))
 }
 
-/// Claim names a pod resolves to (direct names and non-null status entries), as `ns/name`.
+/// Index values: `ns/<claim>` for each claim name the pod resolves to.
 pub fn claim_names(pod: &model::Pod) -> Vec<String> {
-    let ns = &pod.meta.namespace;
-    pod.resource_claims
-        .iter()
-        .filter_map(|pc| resolved_claim_name(pod, pc))
-        .map(|name| format!("{ns}/{name}"))
-        .collect()
-}
-
-/// The claim name of one pod claim, if it resolves to one (upstream-behaviour §3.1).
-pub fn resolved_claim_name<'a>(
-    pod: &'a model::Pod,
-    pod_claim: &'a model::PodResourceClaim,
-) -> Option<&'a str> {
-    if let Some(name) = &pod_claim.resource_claim_name {
-        return Some(name);
-    }
-    pod_claim.resource_claim_template_name.as_ref()?;
-    pod.resource_claim_statuses
-        .iter()
-        .find(|s| s.name == pod_claim.name)?
-        .resource_claim_name
-        .as_deref()
+    keys(resource_claim::pod_claim_index_keys(pod))
 }
 
 fn template_names(pod: &model::Pod) -> Vec<String> {
-    let ns = &pod.meta.namespace;
-    pod.resource_claims
-        .iter()
-        .filter_map(|pc| pc.resource_claim_template_name.as_ref())
-        .map(|t| format!("{ns}/{t}"))
-        .collect()
+    keys(resource_claim::pod_template_index_keys(pod))
 }
 
 fn owner_pod_uids(claim: &model::ResourceClaim) -> Vec<String> {
-    claim
-        .meta
-        .owner_references
-        .iter()
-        .filter(|o| o.is_pod_controller())
-        .map(|o| o.uid.clone())
-        .collect()
+    resource_claim::claim_owner_pod_uids(claim).map(str::to_string).collect()
 }
 
 pub struct Context {

@@ -169,6 +169,12 @@ impl Host {
         &self.ctx.journal
     }
 
+    /// Marks "something happened now" (e.g. a client write whose watch events are
+    /// still on their way), so `wait_idle` waits its quiet period from here.
+    pub fn touch(&self) {
+        self.activity.touch();
+    }
+
     pub fn caches_synced(&self) -> bool {
         self.ctx.caches.all_synced()
     }

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use rekon_contract::project;
 use rekon_guest::model;
+use rekon_machinery::enqueue::PodView;
 
 use crate::cache::{ObjectKey, Projection};
 
@@ -21,20 +22,17 @@ pub struct CachedPod {
 
 impl CachedPod {
     pub fn from_pod(pod: &Pod) -> Self {
-        let container_running = pod.status.as_ref().is_some_and(|status| {
-            [
-                &status.init_container_statuses,
-                &status.container_statuses,
-                &status.ephemeral_container_statuses,
-            ]
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|cs| cs.state.as_ref().is_some_and(|s| s.running.is_some()))
-        });
         Self {
             pod: project::project_pod(pod),
-            container_running,
+            container_running: project::any_container_running(pod),
+        }
+    }
+
+    /// The view the enqueue rules take.
+    pub fn view(&self) -> PodView<'_> {
+        PodView {
+            pod: &self.pod,
+            container_running: self.container_running,
         }
     }
 }

@@ -15,6 +15,9 @@ use kube::api::ListParams;
 use rekon_guest::model::{self, PvcAction, PvcDecision, PvcInput};
 use serde_json::json;
 
+use rekon_machinery::enqueue::PodEvent;
+use rekon_machinery::enqueue::pvc_protection as rules;
+
 use crate::cache::{Change, ObjectKey};
 use crate::context::{Context, PODS_BY_PVC, reference};
 use crate::decider::{PvcDecider, Slot};
@@ -24,32 +27,7 @@ use crate::reconcile::{Outcome, ReconcileError, log_failure, record_decision};
 use crate::writes::Writer;
 
 pub const NAME: &str = "pvc-protection";
-pub const FINALIZER: &str = "kubernetes.io/pvc-protection";
-
-/// The finalizer is missing on a live PVC.
-fn needs_finalizer(pvc: &model::Pvc) -> bool {
-    !pvc.meta.is_deleting() && !pvc.meta.has_finalizer(FINALIZER)
-}
-
-/// A deleting PVC still protected.
-fn deletion_candidate(pvc: &model::Pvc) -> bool {
-    pvc.meta.is_deleting() && pvc.meta.has_finalizer(FINALIZER)
-}
-
-/// Terminal, or deleting with no container running (used only to enqueue).
-fn pod_terminated(pod: &CachedPod) -> bool {
-    matches!(
-        pod.pod.phase,
-        model::PodPhase::Succeeded | model::PodPhase::Failed
-    ) || (pod.pod.meta.is_deleting() && !pod.container_running)
-}
-
-/// PVC keys a pod event concerns (§1.3 rule 2).
-fn pvc_keys(pod: &model::Pod) -> impl Iterator<Item = ObjectKey> + '_ {
-    crate::context::pvc_names(pod)
-        .into_iter()
-        .filter_map(|k| ObjectKey::parse(&k))
-}
+pub use rekon_machinery::enqueue::pvc_protection::FINALIZER;
 
 pub struct PvcProtection {
     ctx: Arc<Context>,
@@ -68,32 +46,24 @@ impl PvcProtection {
 
     /// §1.3 rule 1: PVC add/update enqueue when there is work; deletes are ignored.
     pub fn keys_for_pvc(change: &Change<model::Pvc>) -> Vec<ObjectKey> {
-        match change {
-            Change::Applied { new, .. } if needs_finalizer(new) || deletion_candidate(new) => {
-                vec![crate::cache::Projection::key(new.as_ref())]
-            }
-            _ => Vec::new(),
-        }
+        let (pvc, deleted) = match change {
+            Change::Applied { new, .. } => (new, false),
+            Change::Deleted(old) => (old, true),
+        };
+        rules::key_for_pvc_event(pvc, deleted).into_iter().collect()
     }
 
     /// §1.3 rule 2: pod events that may release a PVC, incl. a UID change on update.
     pub fn keys_for_pod(change: &Change<CachedPod>) -> Vec<ObjectKey> {
-        let mut keys = Vec::new();
-        match change {
-            Change::Deleted(pod) => keys.extend(pvc_keys(&pod.pod)),
-            Change::Applied { old, new } => {
-                if pod_terminated(new) || !new.pod.is_scheduled() {
-                    keys.extend(pvc_keys(&new.pod));
-                }
-                if let Some(old) = old.as_ref().filter(|o| o.pod.meta.uid != new.pod.meta.uid) {
-                    // A delete + re-create seen as one update (k/k #80475).
-                    keys.extend(pvc_keys(&old.pod));
-                }
-            }
-        }
-        keys.sort();
-        keys.dedup();
-        keys
+        let event = match change {
+            Change::Applied { old: None, new } => PodEvent::Added(new.view()),
+            Change::Applied { old: Some(old), new } => PodEvent::Updated {
+                old: old.view(),
+                new: new.view(),
+            },
+            Change::Deleted(old) => PodEvent::Deleted(old.view()),
+        };
+        rules::keys_for_pod_event(event)
     }
 
     pub async fn reconcile(&self, key: &ObjectKey, dequeued: Instant) -> Outcome {

@@ -30,7 +30,7 @@ pub enum Failure {
     #[error("memory cap of {cap} bytes exceeded (asked for {requested} bytes)")]
     MemoryCapExceeded { cap: usize, requested: usize },
     /// `message` is the trap itself; `detail` adds the wasm backtrace.
-    #[error("trapped: {message}{}", stderr_suffix(.stderr))]
+    #[error("{message}{}", stderr_suffix(.stderr))]
     Trap {
         message: String,
         stderr: String,
@@ -151,7 +151,7 @@ impl GuestPre {
                 Phase::Call => Failure::Trap {
                     message: match err.downcast_ref::<Trap>() {
                         Some(trap) => trap.to_string(),
-                        None => err.root_cause().to_string(),
+                        None => format!("trapped: {}", err.root_cause()),
                     },
                     stderr: state.stderr(),
                     detail: format!("{err:?}"),

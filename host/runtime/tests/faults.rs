@@ -93,7 +93,12 @@ fn panic_is_a_trap_with_the_guest_message() {
         }
         other => panic!("expected a trap, got {other}"),
     }
-    eprintln!("PANIC ERR: {err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("wasm trap: wasm `unreachable` instruction executed; guest stderr: ")
+            && message.ends_with("misbehaving guest: panic requested by PVC \"panic\""),
+        "{message}"
+    );
     assert_eq!(err.guest.name(), "rekon_guest_misbehaving");
     assert_still_serves(&guest);
 }

@@ -175,6 +175,7 @@ pub async fn simulate(
                 step: step.describe(),
                 message,
             })?;
+        host.touch();
         converged = host.wait_idle(settle.quiet, settle.requeue_bound, settle.timeout).await;
     }
     host.shutdown(Duration::from_secs(5)).await;

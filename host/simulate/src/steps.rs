@@ -62,7 +62,9 @@ pub fn parse_steps(text: &str) -> Result<Vec<Step>, String> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
-    serde_yaml::from_str(text).map_err(|e| e.to_string())
+    // Through a JSON value: serde_yaml reads enums as YAML tags, scripts use maps.
+    let value: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    serde_json::from_value(value).map_err(|e| e.to_string())
 }
 
 fn object_ref(obj: &Value) -> Result<ObjectRef, String> {

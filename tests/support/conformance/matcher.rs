@@ -107,9 +107,12 @@ pub fn as_int(v: &Value) -> Option<i128> {
 
 fn compare_ints(op: &str, actual: Option<&Value>, arg: &Value) -> Result<(), Mismatch> {
     let bound = as_int(arg).ok_or_else(|| mismatch(format!("{op}: bound {arg} is no integer")))?;
-    let value = actual
-        .and_then(as_int)
-        .ok_or_else(|| mismatch(format!("{op} {bound}: found {} (no integer)", found(actual))))?;
+    let value = actual.and_then(as_int).ok_or_else(|| {
+        mismatch(format!(
+            "{op} {bound}: found {} (no integer)",
+            found(actual)
+        ))
+    })?;
     let ok = match op {
         "gt" => value > bound,
         "ge" => value >= bound,
@@ -161,13 +164,17 @@ fn generated_from(actual: Option<&Value>, arg: &Value) -> Result<(), Mismatch> {
     let prefix = arg
         .as_str()
         .ok_or_else(|| mismatch("generated-from needs a prefix string"))?;
-    let name = actual
-        .and_then(Value::as_str)
-        .ok_or_else(|| mismatch(format!("expected a generated name, found {}", found(actual))))?;
+    let name = actual.and_then(Value::as_str).ok_or_else(|| {
+        mismatch(format!(
+            "expected a generated name, found {}",
+            found(actual)
+        ))
+    })?;
     let suffix = name
         .strip_prefix(prefix)
         .ok_or_else(|| mismatch(format!("{name:?} does not start with {prefix:?}")))?;
-    if suffix.chars().count() == NAME_SUFFIX_LEN && suffix.chars().all(|c| NAME_ALPHABET.contains(c))
+    if suffix.chars().count() == NAME_SUFFIX_LEN
+        && suffix.chars().all(|c| NAME_ALPHABET.contains(c))
     {
         Ok(())
     } else {
@@ -258,18 +265,44 @@ mod tests {
 
     #[test]
     fn generated_names_use_the_upstream_alphabet() {
-        assert!(ok(Some(json!("cm-b2x9z")), json!({"generated-from": "cm-"})));
-        assert!(!ok(Some(json!("cm-abcde")), json!({"generated-from": "cm-"})));
-        assert!(!ok(Some(json!("cm-b2x9")), json!({"generated-from": "cm-"})));
-        assert!(!ok(Some(json!("x-b2x9z")), json!({"generated-from": "cm-"})));
+        assert!(ok(
+            Some(json!("cm-b2x9z")),
+            json!({"generated-from": "cm-"})
+        ));
+        assert!(!ok(
+            Some(json!("cm-abcde")),
+            json!({"generated-from": "cm-"})
+        ));
+        assert!(!ok(
+            Some(json!("cm-b2x9")),
+            json!({"generated-from": "cm-"})
+        ));
+        assert!(!ok(
+            Some(json!("x-b2x9z")),
+            json!({"generated-from": "cm-"})
+        ));
     }
 
     #[test]
     fn times_relative_to_now_and_to_each_other() {
         let now = Utc::now();
         let in_30 = (now + chrono::Duration::seconds(30)).to_rfc3339();
-        assert!(check(Some(&json!(in_30)), &json!({"seconds-from-now": [25, 31]}), now).is_ok());
-        assert!(check(Some(&json!(in_30)), &json!({"seconds-from-now": [-2, 2]}), now).is_err());
+        assert!(
+            check(
+                Some(&json!(in_30)),
+                &json!({"seconds-from-now": [25, 31]}),
+                now
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                Some(&json!(in_30)),
+                &json!({"seconds-from-now": [-2, 2]}),
+                now
+            )
+            .is_err()
+        );
         let earlier = "2024-01-01T00:00:00Z";
         assert!(ok(Some(json!(earlier)), json!({"before": in_30})));
         assert!(!ok(Some(json!(earlier)), json!({"after": in_30})));
@@ -278,7 +311,10 @@ mod tests {
 
     #[test]
     fn contains_and_len() {
-        assert!(ok(Some(json!("too old resource version")), json!({"contains": "too old"})));
+        assert!(ok(
+            Some(json!("too old resource version")),
+            json!({"contains": "too old"})
+        ));
         assert!(ok(Some(json!(["a", "b"])), json!({"contains": "b"})));
         assert!(!ok(Some(json!(["a"])), json!({"contains": "b"})));
         assert!(ok(Some(json!(["a", "b"])), json!({"len": 2})));

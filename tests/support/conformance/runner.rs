@@ -31,6 +31,9 @@ pub struct Outcome {
     pub message: Option<String>,
     /// Watch only: the non-bookmark event types, in order.
     pub event_types: Vec<String>,
+    /// Watch only: how many BOOKMARKs arrived (reported, never compared:
+    /// clients must not rely on their frequency).
+    pub bookmarks: usize,
 }
 
 impl std::fmt::Display for Outcome {
@@ -41,6 +44,9 @@ impl std::fmt::Display for Outcome {
         }
         if !self.event_types.is_empty() {
             write!(f, " [{}]", self.event_types.join(","))?;
+        }
+        if self.bookmarks > 0 {
+            write!(f, " +{} BOOKMARK", self.bookmarks)?;
         }
         Ok(())
     }
@@ -138,7 +144,7 @@ async fn create_namespace(target: &Target, namespace: &str) -> Result<(), String
 }
 
 /// The expectations that apply to this server, or why the step is skipped.
-fn expectation_for<'a>(step: &'a Step, server: ServerKind) -> Result<&'a Expect, String> {
+fn expectation_for(step: &Step, server: ServerKind) -> Result<&Expect, String> {
     match (&step.differs, server) {
         (None, _) | (Some(_), ServerKind::Embedded) => Ok(&step.expect),
         (Some(reason), ServerKind::Real) => step
@@ -187,10 +193,18 @@ async fn run_request(
         reason: status_field(&response.body, "reason"),
         message: status_field(&response.body, "message"),
         event_types: Vec::new(),
+        bookmarks: 0,
     };
     let mut failures = Vec::new();
     check_status(expect, &outcome, vars, &mut failures)?;
-    check_fields(&expect.fields, &response.body, response.received_at, vars, "", &mut failures)?;
+    check_fields(
+        &expect.fields,
+        &response.body,
+        response.received_at,
+        vars,
+        "",
+        &mut failures,
+    )?;
     capture_fields(capture, &response.body, vars, "", &mut failures);
     if !failures.is_empty() {
         failures.push(format!("response body: {}", abbreviate(&response.body)));
@@ -215,7 +229,10 @@ async fn run_watch(
     let result = target.watch(&uri, watch.stop_after, read_for).await?;
     let (bookmarks, events): (Vec<&Value>, Vec<&Value>) =
         result.events.iter().partition(|e| is_bookmark(e));
-    let in_stream_error = events.iter().find(|e| e["type"] == "ERROR").map(|e| &e["object"]);
+    let in_stream_error = events
+        .iter()
+        .find(|e| e["type"] == "ERROR")
+        .map(|e| &e["object"]);
     let status = in_stream_error.unwrap_or(&result.status);
     let outcome = Outcome {
         code: result.code,
@@ -225,10 +242,18 @@ async fn run_watch(
             .iter()
             .map(|e| e["type"].as_str().unwrap_or("?").to_owned())
             .collect(),
+        bookmarks: bookmarks.len(),
     };
     let mut failures = Vec::new();
     check_status(expect, &outcome, vars, &mut failures)?;
-    check_fields(&expect.fields, &result.status, started, vars, "", &mut failures)?;
+    check_fields(
+        &expect.fields,
+        &result.status,
+        started,
+        vars,
+        "",
+        &mut failures,
+    )?;
     for bookmark in &bookmarks {
         if let Err(problem) = bookmark_is_metadata_only(&bookmark["object"]) {
             failures.push(format!("BOOKMARK {problem}: {}", bookmark["object"]));
@@ -246,7 +271,7 @@ async fn run_watch(
         check_events(expected_events, &events, started, vars, &mut failures)?;
     }
     if !failures.is_empty() {
-        let seen: Vec<String> = result.events.iter().map(|e| abbreviate_event(e)).collect();
+        let seen: Vec<String> = result.events.iter().map(abbreviate_event).collect();
         failures.push(format!("events seen: {}", seen.join(" | ")));
     }
     Ok((outcome, failures))
@@ -261,7 +286,10 @@ fn check_events(
 ) -> Result<(), StepError> {
     if expected.len() != events.len() {
         let want: Vec<&str> = expected.iter().map(|e| e.event_type.as_str()).collect();
-        let got: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap_or("?")).collect();
+        let got: Vec<&str> = events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or("?"))
+            .collect();
         failures.push(format!(
             "expected {} events [{}], got {} [{}]",
             want.len(),
@@ -278,7 +306,14 @@ fn check_events(
             ));
         }
         let context = format!("event {i} ({}) ", want.event_type);
-        check_fields(&want.fields, &got["object"], started, vars, &context, failures)?;
+        check_fields(
+            &want.fields,
+            &got["object"],
+            started,
+            vars,
+            &context,
+            failures,
+        )?;
         capture_fields(&want.capture, &got["object"], vars, &context, failures);
     }
     Ok(())
@@ -298,13 +333,18 @@ fn check_status(
     if let Some(reason) = &expect.reason
         && Some(reason) != outcome.reason.as_ref()
     {
-        failures.push(format!("expected reason {reason}, found {:?}", outcome.reason));
+        failures.push(format!(
+            "expected reason {reason}, found {:?}",
+            outcome.reason
+        ));
     }
     if let Some(part) = &expect.message_contains {
         let part = vars.substitute_str(part)?;
         let message = outcome.message.as_deref().unwrap_or("");
         if !message.contains(&part) {
-            failures.push(format!("expected message containing {part:?}, found {message:?}"));
+            failures.push(format!(
+                "expected message containing {part:?}, found {message:?}"
+            ));
         }
     }
     Ok(())
@@ -358,7 +398,10 @@ fn bookmark_is_metadata_only(object: &Value) -> Result<(), String> {
     let Some(metadata) = metadata else {
         return Err("has no metadata".into());
     };
-    if !metadata.get("resourceVersion").is_some_and(Value::is_string) {
+    if !metadata
+        .get("resourceVersion")
+        .is_some_and(Value::is_string)
+    {
         return Err("has no metadata.resourceVersion".into());
     }
     // Go serialises an unset creationTimestamp as null; only non-null fields count.
@@ -459,8 +502,13 @@ mod tests {
         let mut query = BTreeMap::new();
         query.insert("fieldSelector".to_owned(), json!("spec.nodeName!=n1,a==b"));
         query.insert("limit".to_owned(), json!(2));
-        let uri = build_uri("/api/v1/namespaces/${ns}/pods", &query, &vars, &[("watch", "true")])
-            .unwrap();
+        let uri = build_uri(
+            "/api/v1/namespaces/${ns}/pods",
+            &query,
+            &vars,
+            &[("watch", "true")],
+        )
+        .unwrap();
         assert_eq!(
             uri,
             "/api/v1/namespaces/diff-x/pods?watch=true&fieldSelector=spec.nodeName%21%3Dn1%2Ca%3D%3Db&limit=2"

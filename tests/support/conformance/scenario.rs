@@ -238,20 +238,32 @@ fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
     }
     for step in &scenario.steps {
         if step.request.is_some() == step.watch.is_some() {
-            return Err(invalid(&step.name, "needs exactly one of `request` or `watch`"));
+            return Err(invalid(
+                &step.name,
+                "needs exactly one of `request` or `watch`",
+            ));
         }
         if step
             .request
             .as_ref()
             .is_some_and(|r| r.body.is_some() && r.raw_body.is_some())
         {
-            return Err(invalid(&step.name, "`body` and `raw-body` exclude each other"));
+            return Err(invalid(
+                &step.name,
+                "`body` and `raw-body` exclude each other",
+            ));
         }
         if step.v1_20.is_some() && step.differs.is_none() {
-            return Err(invalid(&step.name, "`v1.20` expectations need `differs: reason`"));
+            return Err(invalid(
+                &step.name,
+                "`v1.20` expectations need `differs: reason`",
+            ));
         }
         if step.watch.is_some() && !step.capture.is_empty() {
-            return Err(invalid(&step.name, "capture from watch events under `events`"));
+            return Err(invalid(
+                &step.name,
+                "capture from watch events under `events`",
+            ));
         }
         if step.request.is_some() && step.expect.events.is_some() {
             return Err(invalid(&step.name, "`events` only applies to a watch"));

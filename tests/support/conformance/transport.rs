@@ -103,8 +103,10 @@ impl Target {
         kind: ServerKind,
         kubeconfig: Kubeconfig,
     ) -> Result<Self, TransportError> {
-        let config =
+        let mut config =
             Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        // kube retries 429/503/504 by default; the suite must see every answer as sent.
+        config.default_retry = false;
         let client = Client::try_from(config).map_err(TransportError::Client)?;
         Ok(Self { kind, client })
     }
@@ -119,11 +121,15 @@ impl Target {
     ) -> Result<Response, TransportError> {
         let request = self.build(method, uri, content_type, body)?;
         let exchange = async {
-            let response = self.client.send(request).await.map_err(|source| TransportError::Send {
-                method: method.to_owned(),
-                uri: uri.to_owned(),
-                source,
-            })?;
+            let response =
+                self.client
+                    .send(request)
+                    .await
+                    .map_err(|source| TransportError::Send {
+                        method: method.to_owned(),
+                        uri: uri.to_owned(),
+                        source,
+                    })?;
             let code = response.status().as_u16();
             let bytes = response
                 .into_body()
@@ -312,7 +318,10 @@ mod tests {
     fn lines_split_across_chunks_are_joined() {
         let mut buf = LineBuffer::default();
         assert!(buf.push(b"{\"type\":").is_empty());
-        assert_eq!(buf.push(b"\"ADDED\"}\n{\"a\""), vec!["{\"type\":\"ADDED\"}"]);
+        assert_eq!(
+            buf.push(b"\"ADDED\"}\n{\"a\""),
+            vec!["{\"type\":\"ADDED\"}"]
+        );
         assert_eq!(buf.push(b":1}\n\n"), vec!["{\"a\":1}"]);
     }
 }

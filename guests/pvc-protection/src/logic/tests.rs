@@ -131,15 +131,25 @@ fn not_deletion_candidate_when_not_deleting() {
 
 #[test]
 fn not_deletion_candidate_when_finalizer_already_gone() {
-    assert!(!is_deletion_candidate(&deleting(without_finalizer(pvc("data")))));
+    assert!(!is_deletion_candidate(&deleting(without_finalizer(pvc(
+        "data"
+    )))));
 }
 
 #[test]
 fn ephemeral_claim_name_is_pod_dash_volume() {
     assert!(is_ephemeral_claim_name("web-0", "scratch", "web-0-scratch"));
     assert!(!is_ephemeral_claim_name("web-0", "scratch", "web-0scratch"));
-    assert!(!is_ephemeral_claim_name("web-0", "scratch", "web-0-scratch-1"));
-    assert!(!is_ephemeral_claim_name("web-0", "scratch", "web-1-scratch"));
+    assert!(!is_ephemeral_claim_name(
+        "web-0",
+        "scratch",
+        "web-0-scratch-1"
+    ));
+    assert!(!is_ephemeral_claim_name(
+        "web-0",
+        "scratch",
+        "web-1-scratch"
+    ));
     assert!(!is_ephemeral_claim_name("web-0", "scratch", "scratch"));
 }
 
@@ -200,7 +210,10 @@ fn unused_candidate_first_asks_for_live_pods() {
 #[test]
 fn unused_candidate_with_empty_live_list_loses_finalizer() {
     let pvc = deleting(pvc("data"));
-    assert_eq!(decide(&input(pvc.clone(), vec![], Some(vec![]))), remove(&pvc));
+    assert_eq!(
+        decide(&input(pvc.clone(), vec![], Some(vec![]))),
+        remove(&pvc)
+    );
 }
 
 #[test]
@@ -264,7 +277,10 @@ fn live_list_of_non_users_allows_removal() {
         unscheduled(with_claim(pod("b"), "data")),
         pod("c"),
     ];
-    assert_eq!(decide(&input(pvc.clone(), vec![], Some(live))), remove(&pvc));
+    assert_eq!(
+        decide(&input(pvc.clone(), vec![], Some(live))),
+        remove(&pvc)
+    );
 }
 
 #[test]
@@ -286,7 +302,10 @@ fn running_scheduled_pod_uses_claim() {
 fn succeeded_pod_still_blocks() {
     let pod = in_phase(with_claim(pod("web"), "data"), PodPhase::Succeeded);
     assert!(pod_uses_pvc(&pod, &pvc("data")));
-    assert_eq!(decide(&input(deleting(pvc("data")), vec![pod], None)), keep());
+    assert_eq!(
+        decide(&input(deleting(pvc("data")), vec![pod], None)),
+        keep()
+    );
 }
 
 #[test]
@@ -322,12 +341,18 @@ fn unscheduled_cached_pod_still_requires_live_list() {
 fn unscheduled_live_pod_allows_removal() {
     let pvc = deleting(pvc("data"));
     let pod = unscheduled(with_claim(pod("web"), "data"));
-    assert_eq!(decide(&input(pvc.clone(), vec![], Some(vec![pod]))), remove(&pvc));
+    assert_eq!(
+        decide(&input(pvc.clone(), vec![], Some(vec![pod]))),
+        remove(&pvc)
+    );
 }
 
 #[test]
 fn pod_using_another_pvc_does_not_block() {
-    assert!(!pod_uses_pvc(&with_claim(pod("web"), "data-2"), &pvc("data")));
+    assert!(!pod_uses_pvc(
+        &with_claim(pod("web"), "data-2"),
+        &pvc("data")
+    ));
 }
 
 #[test]
@@ -401,7 +426,10 @@ fn ephemeral_of_shut_down_pod_does_not_block() {
         decide(&input(pvc.clone(), vec![pod.clone()], None)),
         PvcDecision::NeedLivePods
     );
-    assert_eq!(decide(&input(pvc.clone(), vec![pod.clone()], Some(vec![pod]))), remove(&pvc));
+    assert_eq!(
+        decide(&input(pvc.clone(), vec![pod.clone()], Some(vec![pod]))),
+        remove(&pvc)
+    );
 }
 
 #[test]
@@ -462,7 +490,10 @@ fn recreated_pod_with_new_uid_does_not_keep_old_ephemeral_pvc() {
     let pvc = deleting(owned_by(pvc("web-scratch"), &old));
     let mut new = old.clone();
     new.meta.uid = "web-uid-2".into();
-    assert_eq!(decide(&input(pvc.clone(), vec![new.clone()], Some(vec![new]))), remove(&pvc));
+    assert_eq!(
+        decide(&input(pvc.clone(), vec![new.clone()], Some(vec![new]))),
+        remove(&pvc)
+    );
 }
 
 #[test]

@@ -41,8 +41,12 @@ pub fn decide_claim(input: &ClaimInput) -> ClaimDecision {
         }
     } else {
         // Non-pod entries keep their place (≥1.34; earlier releases refused them).
-        let reserved_for: Vec<ConsumerReference> =
-            claim.reserved_for.iter().filter(|e| keeps(e)).cloned().collect();
+        let reserved_for: Vec<ConsumerReference> = claim
+            .reserved_for
+            .iter()
+            .filter(|e| keeps(e))
+            .cloned()
+            .collect();
         reserved_now_empty = reserved_for.is_empty();
         // Only the builtin finalizer's owner may clear an allocation (1.31+).
         let clear_allocation = reserved_now_empty && has_finalizer;

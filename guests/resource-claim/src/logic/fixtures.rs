@@ -120,7 +120,10 @@ pub fn allocated(mut claim: ResourceClaim) -> ResourceClaim {
 }
 
 pub fn protected(mut claim: ResourceClaim) -> ResourceClaim {
-    claim.meta.finalizers.push(DELETE_PROTECTION_FINALIZER.into());
+    claim
+        .meta
+        .finalizers
+        .push(DELETE_PROTECTION_FINALIZER.into());
     claim
 }
 

@@ -118,10 +118,12 @@ pub fn decide_pod(input: &PodInput) -> PodDecision {
     // issue #141276 re-adds terminal pods that syncClaim just removed). Skipped
     // while claims were created in this pass: their names are not known until the
     // host creates them, and the pod status write requeues the pod anyway.
-    if pod.is_scheduled() && !pod.is_done() && !created_any {
-        if let Err(error) = reserve(input, &changes, &mut decision.actions) {
-            decision.error = Some(error.to_string());
-        }
+    if pod.is_scheduled()
+        && !pod.is_done()
+        && !created_any
+        && let Err(error) = reserve(input, &changes, &mut decision.actions)
+    {
+        decision.error = Some(error.to_string());
     }
     decision
 }
@@ -164,14 +166,15 @@ fn handle_claim<'a>(
     match recorded(&pod.resource_claim_statuses, &pod_claim.name) {
         // Null entry: intentionally no claim.
         Some(None) => return Ok(Outcome::Nothing),
-        Some(Some(name)) => {
-            if find_claim(&input.claims, pod, name).is_some_and(|claim| pod.controls(&claim.meta)) {
-                return Ok(Outcome::Nothing);
-            }
-            // Recorded but deleted (upstream row `recreate`) or owned by someone
-            // else: a new claim is generated below.
+        Some(Some(name))
+            if find_claim(&input.claims, pod, name)
+                .is_some_and(|claim| pod.controls(&claim.meta)) =>
+        {
+            return Ok(Outcome::Nothing);
         }
-        None => {}
+        // Recorded but deleted (upstream row `recreate`) or owned by someone
+        // else: a new claim is generated below.
+        Some(Some(_)) | None => {}
     }
 
     if let Some(orphan) = find_orphan(pod, &input.owned_claims, &pod_claim.name) {
@@ -220,7 +223,11 @@ fn find_orphan<'a>(
 }
 
 /// §3.5 step 6: the claim generated from `template` for `pod_claim`.
-fn new_claim(pod: &Pod, pod_claim: &PodResourceClaim, template: &ResourceClaimTemplate) -> NewClaim {
+fn new_claim(
+    pod: &Pod,
+    pod_claim: &PodResourceClaim,
+    template: &ResourceClaimTemplate,
+) -> NewClaim {
     // Copy the template's annotations (upstream mutates the cached template's
     // map in place); an annotation of the same key is replaced by ours.
     let mut annotations: Vec<(String, String)> = template

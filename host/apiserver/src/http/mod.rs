@@ -2,6 +2,7 @@
 
 mod discovery;
 mod handlers;
+mod openapi;
 mod params;
 pub mod path;
 
@@ -51,6 +52,8 @@ pub fn router(app: Arc<App>) -> Router {
             get(|| async { json_response(StatusCode::OK, &discovery::resource_list("", "v1").expect("core/v1 is served")) }),
         )
         .route("/apis", get(|| async { json_response(StatusCode::OK, &discovery::group_list()) }))
+        .route("/openapi/v3", get(|| async { json_response(StatusCode::OK, &openapi::root()) }))
+        .route("/openapi/v3/{*path}", get(openapi_group_version))
         .route("/apis/{group}", get(group))
         .route("/apis/{group}/{version}", get(group_version))
         .fallback(resource)
@@ -71,8 +74,14 @@ async fn group_version(axum::extract::Path((group, version)): axum::extract::Pat
     }
 }
 
-/// Everything else: resource URLs, and 404 for what is not served (`/openapi/v2`, `/openapi/v3`:
-/// kubectl then skips client-side schema validation).
+async fn openapi_group_version(axum::extract::Path(path): axum::extract::Path<String>) -> Response {
+    match openapi::group_version(&path) {
+        Some(doc) => json_response(StatusCode::OK, &doc),
+        None => ApiError::path_not_found(&format!("/openapi/v3/{path}")).into_response(),
+    }
+}
+
+/// Everything else: resource URLs, and 404 for what is not served (e.g. `/openapi/v2`).
 async fn resource(
     State(app): State<Arc<App>>,
     method: Method,

@@ -46,6 +46,11 @@ pub fn parse_object_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiE
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
+    if content_type.contains("protobuf") || content_type.contains("cbor") {
+        // Typed clientsets (e.g. `kubectl create configmap`) send protobuf; only JSON and YAML
+        // bodies are understood here.
+        return Err(ApiError::unsupported_body(content_type));
+    }
     if content_type.contains("yaml") {
         return serde_yaml::from_slice(body)
             .map_err(|err| ApiError::bad_request(format!("couldn't decode YAML body: {err}")));

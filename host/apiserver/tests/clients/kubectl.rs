@@ -123,7 +123,8 @@ async fn kubectl_create_get_patch_delete_apply_watch() {
     let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
     let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
     assert_eq!(first.as_deref(), Some("configmap/c1"));
-    kubectl.run(&["create", "configmap", "c2", "--from-literal=a=b"]).await;
+    let second_manifest = kubectl.write("c2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c2\n");
+    kubectl.run(&["create", "-f", &second_manifest]).await;
     let second = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
     assert_eq!(second.as_deref(), Some("configmap/c2"));
     watch.kill().await.unwrap();

@@ -22,7 +22,10 @@ pub use key::{ClaimControllerKey, KeyError};
 pub use metrics::ClaimMetrics;
 
 use crate::cache::{Change, ObjectKey};
-use crate::context::{CLAIMS_BY_OWNER_UID, Context, PODS_BY_CLAIM, PODS_BY_TEMPLATE, reference, resolved_claim_name};
+use rekon_machinery::enqueue::EventKind;
+use rekon_machinery::enqueue::resource_claim::{self as rules, ClaimWork, Lookup};
+
+use crate::context::{CLAIMS_BY_OWNER_UID, Context, PODS_BY_CLAIM, PODS_BY_TEMPLATE, reference};
 use crate::decider::{ClaimDecider, Slot};
 use crate::projection::CachedPod;
 use crate::reconcile::{Outcome, ReconcileError, log_failure};
@@ -85,102 +88,58 @@ impl ResourceClaimController {
         }
     }
 
-    // ---- event handlers (§3.3) ----
+    // ---- event handlers (§3.3, rules in rekon_machinery::enqueue) ----
 
-    /// Keys a pod event enqueues.
+    fn lookup(&self, namespace: &str) -> impl FnMut(&str) -> Lookup<Arc<model::ResourceClaim>> + '_ {
+        let namespace = namespace.to_string();
+        move |name| match self.ctx.caches.claims.get(&ObjectKey::new(namespace.as_str(), name)) {
+            Some(claim) => Lookup::Found(claim),
+            None => Lookup::NotFound,
+        }
+    }
+
+    fn keys(&self, work: ClaimWork) -> Vec<ClaimControllerKey> {
+        if let Some(uid) = work.deleted_pod_uid {
+            self.deleted_pods.lock().unwrap().insert(uid);
+        }
+        let claims = work.claims.into_iter().map(ClaimControllerKey::Claim);
+        claims.chain(work.pods.into_iter().map(ClaimControllerKey::Pod)).collect()
+    }
+
+    /// Keys a pod event enqueues: its claims when it no longer needs them, the pod
+    /// when it needs claims created or reserved.
     pub fn keys_for_pod(&self, change: &Change<CachedPod>) -> Vec<ClaimControllerKey> {
         let (pod, deleted) = match change {
             Change::Applied { new, .. } => (&new.pod, false),
             Change::Deleted(old) => (&old.pod, true),
         };
-        if deleted {
-            self.deleted_pods.lock().unwrap().insert(pod.meta.uid.clone());
-        }
-        self.keys_for_pod_state(pod, deleted)
+        self.keys(rules::work_for_pod_event(pod, deleted, self.lookup(&pod.meta.namespace)))
     }
 
-    fn keys_for_pod_state(&self, pod: &model::Pod, deleted: bool) -> Vec<ClaimControllerKey> {
-        if pod.resource_claims.is_empty() {
-            return Vec::new();
-        }
-        let mut keys = Vec::new();
-        // Release path: the pod no longer needs its claims.
-        if deleted || pod.is_done() {
-            for pod_claim in &pod.resource_claims {
-                if let Some(name) = resolved_claim_name(pod, pod_claim) {
-                    keys.push(ClaimControllerKey::Claim(ObjectKey::new(pod.meta.namespace.clone(), name)));
-                }
-            }
-        }
-        if !deleted && self.pod_needs_work(pod) {
-            keys.push(ClaimControllerKey::Pod(ObjectKey::new(
-                pod.meta.namespace.clone(),
-                pod.meta.name.clone(),
-            )));
-        }
-        keys
-    }
-
-    /// PodNeedsWork (§3.3): claims to create, or an allocated claim to reserve for
-    /// a scheduled pod.
-    fn pod_needs_work(&self, pod: &model::Pod) -> bool {
-        if pod.meta.is_deleting() {
-            return false;
-        }
-        for pod_claim in &pod.resource_claims {
-            let template_based = pod_claim.resource_claim_template_name.is_some();
-            let name = match (&pod_claim.resource_claim_name, template_based) {
-                (Some(name), _) => name.as_str(),
-                (None, true) => match pod.resource_claim_statuses.iter().find(|s| s.name == pod_claim.name) {
-                    None => return true, // not created yet
-                    Some(status) => match &status.resource_claim_name {
-                        None => return false, // intentionally no claim: stop here, like upstream
-                        Some(name) => name.as_str(),
-                    },
-                },
-                (None, false) => return true, // unsupported: let the sync report it
-            };
-            let key = ObjectKey::new(pod.meta.namespace.clone(), name);
-            let Some(claim) = self.ctx.caches.claims.get(&key) else {
-                return template_based; // template: must create; direct: the user must create it
-            };
-            if template_based && !pod.controls(&claim.meta) {
-                return false; // a conflict only a user can fix
-            }
-            if !pod.is_scheduled() {
-                continue;
-            }
-            let reserved = claim.reserved_for.iter().any(|c| c.uid == pod.meta.uid);
-            if claim.allocated && !reserved && !pod.is_done() {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Keys a claim event enqueues: the claim itself on add/update (never on
-    /// delete — the #132334 regression inverted this), and the work of every pod
-    /// that references the claim.
+    /// Keys a claim event enqueues: the claim itself on add/update (never on delete
+    /// — the #132334 regression inverted this), and the pods that reference it.
     pub fn keys_for_claim(&self, change: &Change<model::ResourceClaim>) -> Vec<ClaimControllerKey> {
-        let claim = match change {
-            Change::Applied { new, .. } => new,
-            Change::Deleted(old) => old,
+        let (claim, kind) = match change {
+            Change::Applied { old: None, new } => (new, EventKind::Added),
+            Change::Applied { new, .. } => (new, EventKind::Updated),
+            Change::Deleted(old) => (old, EventKind::Deleted),
         };
         let (claims_total, allocated) = self.claim_counts();
         self.metrics.set_claims(claims_total, allocated);
-        let object = ObjectKey::new(claim.meta.namespace.clone(), claim.meta.name.clone());
-        let mut keys = Vec::new();
-        match change {
-            Change::Applied { new, .. } => {
-                self.observe_claim(new);
-                keys.push(ClaimControllerKey::Claim(object.clone()));
-            }
-            Change::Deleted(old) => self.forget_claim(old),
+        if kind == EventKind::Deleted {
+            self.forget_claim(claim);
+        } else {
+            self.observe_claim(claim);
         }
-        for pod in self.ctx.caches.pods.by_index(PODS_BY_CLAIM, &object.to_string()) {
-            keys.extend(self.keys_for_pod_state(&pod.pod, false));
-        }
-        keys
+        let key = ObjectKey::of(&claim.meta).to_string();
+        let pods = self.ctx.caches.pods.by_index(PODS_BY_CLAIM, &key);
+        let work = rules::work_for_claim_event(
+            kind,
+            claim,
+            pods.iter().map(|p| &p.pod),
+            self.lookup(&claim.meta.namespace),
+        );
+        self.keys(work)
     }
 
     /// A template add enqueues the pods that reference it (PR #135983).
@@ -188,14 +147,14 @@ impl ResourceClaimController {
         let Change::Applied { old: None, new } = change else {
             return Vec::new();
         };
-        let index = format!("{}/{}", new.meta.namespace, new.meta.name);
-        self.ctx
+        let pods = self
+            .ctx
             .caches
             .pods
-            .by_index(PODS_BY_TEMPLATE, &index)
-            .iter()
-            .filter(|p| self.pod_needs_work(&p.pod))
-            .map(|p| ClaimControllerKey::Pod(ObjectKey::new(p.pod.meta.namespace.clone(), p.pod.meta.name.clone())))
+            .by_index(PODS_BY_TEMPLATE, &ObjectKey::of(&new.meta).to_string());
+        rules::pods_for_template_add(new, pods.iter().map(|p| &p.pod))
+            .into_iter()
+            .map(ClaimControllerKey::Pod)
             .collect()
     }
 

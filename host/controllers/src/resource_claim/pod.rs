@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 
 use super::{ANNOTATION_POD_CLAIM_NAME, NAME, ResourceClaimController};
 use crate::cache::ObjectKey;
-use crate::context::{reference, resolved_claim_name};
+use rekon_machinery::enqueue::resource_claim::{ClaimName, resolve_claim_name};
+
+use crate::context::reference;
 use crate::reconcile::{Outcome, ReconcileError, record_decision};
 use crate::writes::Writer;
 
@@ -132,7 +134,7 @@ impl ResourceClaimController {
         let mut claims = Vec::new();
         let mut templates = Vec::new();
         for pod_claim in &pod.resource_claims {
-            if let Some(name) = resolved_claim_name(pod, pod_claim)
+            if let ClaimName::Resolved { name, .. } = resolve_claim_name(pod, pod_claim)
                 && let Some(claim) = caches.claims.get(&ObjectKey::new(ns.clone(), name))
                 && !claims.iter().any(|c: &model::ResourceClaim| c.meta.uid == claim.meta.uid)
             {

@@ -73,14 +73,15 @@ pub fn is_reserved_for(claim: &model::ResourceClaim, pod: &model::Pod) -> bool {
 /// allocated claim to reserve for it. `lookup` finds a claim by name in the pod's
 /// namespace.
 ///
-/// Deviation: a terminal pod is never reserved for (open upstream issue #141276),
-/// so a done pod does not need work for a reservation.
+/// Deviations: a terminal pod is never reserved for (open upstream issue
+/// #141276), and a done pod needs no claims at all: re-creating the claim of a
+/// finished pod (which the claim sync then deletes again) would loop forever.
 pub fn pod_needs_work<C, F>(pod: &model::Pod, mut lookup: F) -> bool
 where
     C: Borrow<model::ResourceClaim>,
     F: FnMut(&str) -> Lookup<C>,
 {
-    if pod.meta.is_deleting() {
+    if pod.meta.is_deleting() || pod.is_done() {
         return false;
     }
     for pod_claim in &pod.resource_claims {

@@ -120,7 +120,10 @@ fn deleted_pod_needs_no_live_get() {
 fn cached_running_pod_is_kept() {
     let a = running("a");
     let claim = allocated(reserved_by(claim("c"), &[&a]));
-    assert_eq!(decide_claim(&input(claim, vec![cached(&a)])), actions(vec![]));
+    assert_eq!(
+        decide_claim(&input(claim, vec![cached(&a)])),
+        actions(vec![])
+    );
 }
 
 #[test]
@@ -139,7 +142,10 @@ fn deleted_pod_is_dropped_even_if_cached_alive() {
 fn cached_pod_of_another_uid_is_dropped() {
     let a = running("a");
     let claim = reserved_by(claim("c"), &[&a]);
-    let decision = decide_claim(&input(claim.clone(), vec![cached_as(&a, with_new_uid(a.clone()))]));
+    let decision = decide_claim(&input(
+        claim.clone(),
+        vec![cached_as(&a, with_new_uid(a.clone()))],
+    ));
     assert_eq!(decision, actions(vec![status(&claim, &[], false)]));
 }
 
@@ -171,7 +177,10 @@ fn cached_terminating_scheduled_pod_is_kept() {
     // A running pod keeps its reservation until it terminates.
     let a = pod_deleting(running("a"));
     let claim = reserved_by(claim("c"), &[&a]);
-    assert_eq!(decide_claim(&input(claim, vec![cached(&a)])), actions(vec![]));
+    assert_eq!(
+        decide_claim(&input(claim, vec![cached(&a)])),
+        actions(vec![])
+    );
 }
 
 #[test]
@@ -200,7 +209,10 @@ fn live_pod_of_another_uid_is_dropped() {
     let a = running("a");
     let claim = reserved_by(claim("c"), &[&a]);
     assert_eq!(
-        decide_claim(&input(claim.clone(), vec![live_as(&a, with_new_uid(a.clone()))])),
+        decide_claim(&input(
+            claim.clone(),
+            vec![live_as(&a, with_new_uid(a.clone()))]
+        )),
         actions(vec![status(&claim, &[], false)])
     );
 }
@@ -230,8 +242,14 @@ fn only_stale_entries_are_dropped_in_order() {
 fn non_pod_entries_keep_their_place() {
     let (a, b) = (running("a"), running("b"));
     let job = non_pod_consumer("job");
-    let claim = reserved_for(reserved_for(reserved_for(claim("c"), a.consumer()), job.clone()), b.consumer());
-    let decision = decide_claim(&input(claim.clone(), vec![lookup(&a, NotFound), cached(&b)]));
+    let claim = reserved_for(
+        reserved_for(reserved_for(claim("c"), a.consumer()), job.clone()),
+        b.consumer(),
+    );
+    let decision = decide_claim(&input(
+        claim.clone(),
+        vec![lookup(&a, NotFound), cached(&b)],
+    ));
     assert_eq!(
         decision,
         actions(vec![ClaimAction::UpdateStatus(StatusUpdate {
@@ -282,7 +300,10 @@ fn partial_drop_keeps_allocation_and_finalizer() {
     let (a, b) = (running("a"), running("b"));
     let claim = protected(allocated(reserved_by(claim("c"), &[&a, &b])));
     assert_eq!(
-        decide_claim(&input(claim.clone(), vec![lookup(&a, NotFound), cached(&b)])),
+        decide_claim(&input(
+            claim.clone(),
+            vec![lookup(&a, NotFound), cached(&b)]
+        )),
         actions(vec![status(&claim, &[&b], false)])
     );
 }
@@ -292,7 +313,10 @@ fn partial_drop_of_unallocated_claim_removes_finalizer() {
     let (a, b) = (running("a"), running("b"));
     let claim = protected(reserved_by(claim("c"), &[&a, &b]));
     assert_eq!(
-        decide_claim(&input(claim.clone(), vec![lookup(&a, NotFound), cached(&b)])),
+        decide_claim(&input(
+            claim.clone(),
+            vec![lookup(&a, NotFound), cached(&b)]
+        )),
         actions(vec![status(&claim, &[&b], false), unfinalize(&claim)])
     );
 }
@@ -309,7 +333,9 @@ fn non_pod_entry_left_keeps_the_allocation() {
         panic!("expected actions");
     };
     assert_eq!(actions.len(), 1);
-    assert!(matches!(&actions[0], ClaimAction::UpdateStatus(s) if !s.clear_allocation && s.reserved_for.len() == 1));
+    assert!(
+        matches!(&actions[0], ClaimAction::UpdateStatus(s) if !s.clear_allocation && s.reserved_for.len() == 1)
+    );
 }
 
 #[test]
@@ -334,7 +360,10 @@ fn unused_deleting_unallocated_claim_only_loses_the_finalizer() {
 fn deleting_claim_still_in_use_is_left_alone() {
     let a = running("a");
     let claim = claim_deleting(protected(allocated(reserved_by(claim("c"), &[&a]))));
-    assert_eq!(decide_claim(&input(claim, vec![cached(&a)])), actions(vec![]));
+    assert_eq!(
+        decide_claim(&input(claim, vec![cached(&a)])),
+        actions(vec![])
+    );
 }
 
 #[test]
@@ -425,13 +454,19 @@ fn unreserved_claim_of_live_pod_is_kept() {
 #[test]
 fn claim_whose_owner_is_not_cached_is_left_to_gc() {
     let owner = in_phase(running("p"), PodPhase::Failed);
-    assert_eq!(decide_claim(&with_owner(generated(&owner), None)), actions(vec![]));
+    assert_eq!(
+        decide_claim(&with_owner(generated(&owner), None)),
+        actions(vec![])
+    );
 }
 
 #[test]
 fn claim_without_owner_is_never_deleted() {
     let done = in_phase(running("p"), PodPhase::Failed);
-    assert_eq!(decide_claim(&with_owner(claim("c"), Some(done))), actions(vec![]));
+    assert_eq!(
+        decide_claim(&with_owner(claim("c"), Some(done))),
+        actions(vec![])
+    );
 }
 
 #[test]
@@ -439,7 +474,10 @@ fn non_controller_pod_owner_does_not_count() {
     let done = in_phase(running("p"), PodPhase::Failed);
     let mut claim = generated(&done);
     claim.meta.owner_references[0].controller = false;
-    assert_eq!(decide_claim(&with_owner(claim, Some(done))), actions(vec![]));
+    assert_eq!(
+        decide_claim(&with_owner(claim, Some(done))),
+        actions(vec![])
+    );
 }
 
 #[test]
@@ -514,7 +552,10 @@ fn claim_still_reserved_is_not_deleted() {
 fn claim_reserved_by_non_pod_is_not_deleted() {
     let owner = in_phase(running("p"), PodPhase::Succeeded);
     let claim = reserved_for(generated(&owner), non_pod_consumer("job"));
-    assert_eq!(decide_claim(&with_owner(claim, Some(owner))), actions(vec![]));
+    assert_eq!(
+        decide_claim(&with_owner(claim, Some(owner))),
+        actions(vec![])
+    );
 }
 
 #[test]

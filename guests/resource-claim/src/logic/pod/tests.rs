@@ -120,9 +120,15 @@ fn template_claim_without_status_is_created_and_recorded() {
     let decision = decide_pod(&input);
     assert_eq!(decision.error, None);
     assert_eq!(creates(&decision).len(), 1);
-    assert_eq!(statuses(&decision), Some(vec![("gpu", &StatusClaim::Created)]));
+    assert_eq!(
+        statuses(&decision),
+        Some(vec![("gpu", &StatusClaim::Created)])
+    );
     assert!(matches!(decision.actions[0], PodAction::CreateClaim(_)));
-    assert!(matches!(decision.actions[1], PodAction::SetClaimStatuses(_)));
+    assert!(matches!(
+        decision.actions[1],
+        PodAction::SetClaimStatuses(_)
+    ));
 }
 
 #[test]
@@ -243,48 +249,78 @@ fn unsupported_claim_after_a_create_keeps_the_create() {
 
 #[test]
 fn recorded_owned_claim_is_kept() {
-    let pod = with_status(with_template_claim(pod("p"), "gpu", "tpl"), "gpu", Some("p-gpu-x"));
+    let pod = with_status(
+        with_template_claim(pod("p"), "gpu", "tpl"),
+        "gpu",
+        Some("p-gpu-x"),
+    );
     let mut input = input(pod.clone());
-    input.claims.push(generated_for(claim("p-gpu-x"), &pod, "gpu"));
+    input
+        .claims
+        .push(generated_for(claim("p-gpu-x"), &pod, "gpu"));
     input.templates.push(template("tpl"));
     assert_eq!(decide_pod(&input), nothing());
 }
 
 #[test]
 fn recorded_but_deleted_claim_is_recreated() {
-    let pod = with_status(with_template_claim(pod("p"), "gpu", "tpl"), "gpu", Some("p-gpu-x"));
+    let pod = with_status(
+        with_template_claim(pod("p"), "gpu", "tpl"),
+        "gpu",
+        Some("p-gpu-x"),
+    );
     let mut input = input(pod);
     input.templates.push(template("tpl"));
     let decision = decide_pod(&input);
     assert_eq!(creates(&decision).len(), 1);
-    assert_eq!(statuses(&decision), Some(vec![("gpu", &StatusClaim::Created)]));
+    assert_eq!(
+        statuses(&decision),
+        Some(vec![("gpu", &StatusClaim::Created)])
+    );
 }
 
 #[test]
 fn recorded_claim_not_owned_is_regenerated() {
-    let pod = with_status(with_template_claim(pod("p"), "gpu", "tpl"), "gpu", Some("p-gpu-x"));
+    let pod = with_status(
+        with_template_claim(pod("p"), "gpu", "tpl"),
+        "gpu",
+        Some("p-gpu-x"),
+    );
     let mut input = input(pod);
     input.claims.push(claim("p-gpu-x"));
     input.templates.push(template("tpl"));
     let decision = decide_pod(&input);
     assert_eq!(creates(&decision).len(), 1);
-    assert_eq!(statuses(&decision), Some(vec![("gpu", &StatusClaim::Created)]));
+    assert_eq!(
+        statuses(&decision),
+        Some(vec![("gpu", &StatusClaim::Created)])
+    );
 }
 
 #[test]
 fn recorded_claim_of_a_previous_pod_incarnation_is_regenerated() {
-    let pod = with_status(with_template_claim(pod("p"), "gpu", "tpl"), "gpu", Some("p-gpu-x"));
+    let pod = with_status(
+        with_template_claim(pod("p"), "gpu", "tpl"),
+        "gpu",
+        Some("p-gpu-x"),
+    );
     let mut previous = pod.clone();
     previous.meta.uid = "p-old-uid".into();
     let mut input = input(pod);
-    input.claims.push(generated_for(claim("p-gpu-x"), &previous, "gpu"));
+    input
+        .claims
+        .push(generated_for(claim("p-gpu-x"), &previous, "gpu"));
     input.templates.push(template("tpl"));
     assert_eq!(creates(&decide_pod(&input)).len(), 1);
 }
 
 #[test]
 fn recorded_claim_in_another_namespace_does_not_count() {
-    let pod = with_status(with_template_claim(pod("p"), "gpu", "tpl"), "gpu", Some("p-gpu-x"));
+    let pod = with_status(
+        with_template_claim(pod("p"), "gpu", "tpl"),
+        "gpu",
+        Some("p-gpu-x"),
+    );
     let mut claim = generated_for(claim("p-gpu-x"), &pod, "gpu");
     claim.meta.namespace = "elsewhere".into();
     let mut input = input(pod);
@@ -299,18 +335,25 @@ fn recorded_claim_in_another_namespace_does_not_count() {
 fn annotated_orphan_is_adopted_instead_of_created() {
     let pod = with_template_claim(pod("p"), "gpu", "tpl");
     let mut input = input(pod.clone());
-    input.owned_claims.push(generated_for(claim("p-gpu-abcde"), &pod, "gpu"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-gpu-abcde"), &pod, "gpu"));
     input.templates.push(template("tpl"));
     let decision = decide_pod(&input);
     assert!(creates(&decision).is_empty());
-    assert_eq!(statuses(&decision), Some(vec![("gpu", &existing("p-gpu-abcde"))]));
+    assert_eq!(
+        statuses(&decision),
+        Some(vec![("gpu", &existing("p-gpu-abcde"))])
+    );
 }
 
 #[test]
 fn orphan_adoption_does_not_need_the_template() {
     let pod = with_template_claim(pod("p"), "gpu", "tpl");
     let mut input = input(pod.clone());
-    input.owned_claims.push(generated_for(claim("p-gpu-abcde"), &pod, "gpu"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-gpu-abcde"), &pod, "gpu"));
     assert_eq!(decide_pod(&input).error, None);
 }
 
@@ -322,14 +365,19 @@ fn unannotated_owned_claim_is_not_adopted() {
     input.templates.push(template("tpl"));
     let decision = decide_pod(&input);
     assert_eq!(creates(&decision).len(), 1);
-    assert_eq!(statuses(&decision), Some(vec![("gpu", &StatusClaim::Created)]));
+    assert_eq!(
+        statuses(&decision),
+        Some(vec![("gpu", &StatusClaim::Created)])
+    );
 }
 
 #[test]
 fn orphan_of_another_pod_claim_is_not_adopted() {
     let pod = with_template_claim(pod("p"), "gpu", "tpl");
     let mut input = input(pod.clone());
-    input.owned_claims.push(generated_for(claim("p-nic-abcde"), &pod, "nic"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-nic-abcde"), &pod, "nic"));
     input.templates.push(template("tpl"));
     assert_eq!(creates(&decide_pod(&input)).len(), 1);
 }
@@ -340,7 +388,9 @@ fn orphan_not_controlled_by_the_pod_is_not_adopted() {
     let mut previous = pod.clone();
     previous.meta.uid = "p-old-uid".into();
     let mut input = input(pod);
-    input.owned_claims.push(generated_for(claim("p-gpu-abcde"), &previous, "gpu"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-gpu-abcde"), &previous, "gpu"));
     input.templates.push(template("tpl"));
     assert_eq!(creates(&decide_pod(&input)).len(), 1);
 }
@@ -349,27 +399,49 @@ fn orphan_not_controlled_by_the_pod_is_not_adopted() {
 fn first_matching_orphan_wins() {
     let pod = with_template_claim(pod("p"), "gpu", "tpl");
     let mut input = input(pod.clone());
-    input.owned_claims.push(generated_for(claim("p-gpu-first"), &pod, "gpu"));
-    input.owned_claims.push(generated_for(claim("p-gpu-second"), &pod, "gpu"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-gpu-first"), &pod, "gpu"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-gpu-second"), &pod, "gpu"));
     let decision = decide_pod(&input);
-    assert_eq!(statuses(&decision), Some(vec![("gpu", &existing("p-gpu-first"))]));
+    assert_eq!(
+        statuses(&decision),
+        Some(vec![("gpu", &existing("p-gpu-first"))])
+    );
 }
 
 #[test]
 fn orphan_replaces_a_recorded_claim_that_is_gone() {
-    let pod = with_status(with_template_claim(pod("p"), "gpu", "tpl"), "gpu", Some("p-gpu-old"));
+    let pod = with_status(
+        with_template_claim(pod("p"), "gpu", "tpl"),
+        "gpu",
+        Some("p-gpu-old"),
+    );
     let mut input = input(pod.clone());
-    input.owned_claims.push(generated_for(claim("p-gpu-new"), &pod, "gpu"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-gpu-new"), &pod, "gpu"));
     let decision = decide_pod(&input);
-    assert_eq!(statuses(&decision), Some(vec![("gpu", &existing("p-gpu-new"))]));
+    assert_eq!(
+        statuses(&decision),
+        Some(vec![("gpu", &existing("p-gpu-new"))])
+    );
 }
 
 #[test]
 fn recorded_claim_seen_only_as_owned_needs_no_write() {
     // The informer lags, the mutation cache has the recorded claim: no change.
-    let pod = with_status(with_template_claim(pod("p"), "gpu", "tpl"), "gpu", Some("p-gpu-x"));
+    let pod = with_status(
+        with_template_claim(pod("p"), "gpu", "tpl"),
+        "gpu",
+        Some("p-gpu-x"),
+    );
     let mut input = input(pod.clone());
-    input.owned_claims.push(generated_for(claim("p-gpu-x"), &pod, "gpu"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-gpu-x"), &pod, "gpu"));
     assert_eq!(decide_pod(&input), nothing());
 }
 
@@ -384,8 +456,12 @@ fn status_list_is_complete_with_three_template_claims() {
     );
     let pod = with_status(pod, "a", Some("p-a-xxxxx"));
     let mut input = input(pod.clone());
-    input.claims.push(generated_for(claim("p-a-xxxxx"), &pod, "a"));
-    input.owned_claims.push(generated_for(claim("p-b-yyyyy"), &pod, "b"));
+    input
+        .claims
+        .push(generated_for(claim("p-a-xxxxx"), &pod, "a"));
+    input
+        .owned_claims
+        .push(generated_for(claim("p-b-yyyyy"), &pod, "b"));
     input.templates.push(template("tpl"));
     let decision = decide_pod(&input);
     assert_eq!(creates(&decision).len(), 1);
@@ -408,18 +484,28 @@ fn untouched_entries_including_null_ones_are_kept() {
     let decision = decide_pod(&input);
     assert_eq!(
         statuses(&decision),
-        Some(vec![("off", &StatusClaim::None), ("gpu", &StatusClaim::Created)])
+        Some(vec![
+            ("off", &StatusClaim::None),
+            ("gpu", &StatusClaim::Created)
+        ])
     );
 }
 
 #[test]
 fn entries_for_unknown_pod_claims_are_never_dropped() {
-    let pod = with_status(with_template_claim(pod("p"), "gpu", "tpl"), "legacy", Some("old"));
+    let pod = with_status(
+        with_template_claim(pod("p"), "gpu", "tpl"),
+        "legacy",
+        Some("old"),
+    );
     let mut input = input(pod);
     input.templates.push(template("tpl"));
     assert_eq!(
         statuses(&decide_pod(&input)),
-        Some(vec![("legacy", &existing("old")), ("gpu", &StatusClaim::Created)])
+        Some(vec![
+            ("legacy", &existing("old")),
+            ("gpu", &StatusClaim::Created)
+        ])
     );
 }
 
@@ -432,7 +518,10 @@ fn changed_entry_keeps_its_position() {
     input.templates.push(template("tpl"));
     assert_eq!(
         statuses(&decide_pod(&input)),
-        Some(vec![("b", &StatusClaim::Created), ("a", &existing("p-a-x"))])
+        Some(vec![
+            ("b", &StatusClaim::Created),
+            ("a", &existing("p-a-x"))
+        ])
     );
 }
 
@@ -519,13 +608,19 @@ fn claim_reserved_for_another_pod_is_also_reserved_for_this_one() {
     let other = scheduled(pod("q"));
     let pod = scheduled_with_direct(&["shared"]);
     let claim = reserved_for(allocated(claim("shared")), other.consumer());
-    assert_eq!(reserved(&decide_pod(&with_claims(pod, vec![claim]))), vec!["shared"]);
+    assert_eq!(
+        reserved(&decide_pod(&with_claims(pod, vec![claim]))),
+        vec!["shared"]
+    );
 }
 
 #[test]
 fn unallocated_claim_is_not_reserved() {
     let pod = scheduled_with_direct(&["shared"]);
-    assert_eq!(decide_pod(&with_claims(pod, vec![claim("shared")])), nothing());
+    assert_eq!(
+        decide_pod(&with_claims(pod, vec![claim("shared")])),
+        nothing()
+    );
 }
 
 #[test]
@@ -577,7 +672,11 @@ fn missing_claim_stops_reservations_successfully() {
 
 #[test]
 fn null_entry_is_skipped_when_reserving() {
-    let pod = with_direct_claim(with_template_claim(scheduled(pod("p")), "off", "tpl"), "pc", "c");
+    let pod = with_direct_claim(
+        with_template_claim(scheduled(pod("p")), "off", "tpl"),
+        "pc",
+        "c",
+    );
     let pod = with_status(pod, "off", None);
     let decision = decide_pod(&with_claims(pod, vec![allocated(claim("c"))]));
     assert_eq!(reserved(&decision), vec!["c"]);
@@ -585,7 +684,11 @@ fn null_entry_is_skipped_when_reserving() {
 
 #[test]
 fn recorded_generated_claim_is_reserved() {
-    let pod = with_status(with_template_claim(scheduled(pod("p")), "gpu", "tpl"), "gpu", Some("p-gpu-x"));
+    let pod = with_status(
+        with_template_claim(scheduled(pod("p")), "gpu", "tpl"),
+        "gpu",
+        Some("p-gpu-x"),
+    );
     let claim = allocated(generated_for(claim("p-gpu-x"), &pod, "gpu"));
     let decision = decide_pod(&with_claims(pod, vec![claim]));
     assert_eq!(reserved(&decision), vec!["p-gpu-x"]);
@@ -600,7 +703,10 @@ fn adopted_orphan_is_recorded_then_reserved() {
         .owned_claims
         .push(allocated(generated_for(claim("p-gpu-abcde"), &pod, "gpu")));
     let decision = decide_pod(&input);
-    assert!(matches!(decision.actions[0], PodAction::SetClaimStatuses(_)));
+    assert!(matches!(
+        decision.actions[0],
+        PodAction::SetClaimStatuses(_)
+    ));
     assert_eq!(reserved(&decision), vec!["p-gpu-abcde"]);
 }
 
@@ -609,7 +715,10 @@ fn direct_claim_needs_no_ownership_to_be_reserved() {
     let other = scheduled(pod("owner"));
     let pod = scheduled_with_direct(&["shared"]);
     let claim = allocated(owned_by(claim("shared"), &other));
-    assert_eq!(reserved(&decide_pod(&with_claims(pod, vec![claim]))), vec!["shared"]);
+    assert_eq!(
+        reserved(&decide_pod(&with_claims(pod, vec![claim]))),
+        vec!["shared"]
+    );
 }
 
 #[test]
@@ -637,7 +746,11 @@ fn pending_scheduled_pod_reserves() {
 fn template_claim_not_owned_is_an_error_when_reserving() {
     // Unreachable through decide_pod (HandleClaim regenerates first), checked
     // directly because the rule guards against a host sending odd input.
-    let pod = with_status(with_template_claim(scheduled(pod("p")), "gpu", "tpl"), "gpu", Some("x"));
+    let pod = with_status(
+        with_template_claim(scheduled(pod("p")), "gpu", "tpl"),
+        "gpu",
+        Some("x"),
+    );
     let input = with_claims(pod, vec![allocated(claim("x"))]);
     let mut actions = Vec::new();
     assert_eq!(
@@ -652,7 +765,9 @@ fn unrecorded_template_claim_is_not_created_yet_when_reserving() {
     let pod = with_template_claim(scheduled(pod("p")), "gpu", "tpl");
     let mut actions = Vec::new();
     assert_eq!(
-        reserve(&input(pod), &[], &mut actions).unwrap_err().to_string(),
+        reserve(&input(pod), &[], &mut actions)
+            .unwrap_err()
+            .to_string(),
         r#"pod "ns/p", spec.resourceClaim "gpu": ResourceClaim not created yet"#
     );
 }
