@@ -2,8 +2,8 @@
 //! workers turning keys into decisions and writes.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -59,6 +59,8 @@ pub struct Host {
     reflectors: Vec<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     activity: Arc<Activity>,
+    /// Set at shutdown: workers take no new key.
+    stopping: Arc<AtomicBool>,
 }
 
 impl Host {
@@ -128,24 +130,33 @@ impl Host {
             )));
         }
 
+        let stopping = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::new();
         for _ in 0..config.workers.max(1) {
-            let (q, c, ctx2, act) = (pvc_queue.clone(), pvc_protection.clone(), ctx.clone(), activity.clone());
+            let (q, c, ctx2, act, stop) =
+                (pvc_queue.clone(), pvc_protection.clone(), ctx.clone(), activity.clone(), stopping.clone());
             workers.push(tokio::spawn(async move {
                 ctx2.caches.pvcs.wait_synced().await;
                 ctx2.caches.pods.wait_synced().await;
                 while let Some(key) = q.get().await {
+                    if stop.load(Ordering::Acquire) {
+                        break;
+                    }
                     let outcome = c.reconcile(&key, Instant::now()).await;
                     q.finish(&key, outcome);
                     act.touch();
                 }
             }));
-            let (q, c, ctx2, act) = (claim_queue.clone(), resource_claim.clone(), ctx.clone(), activity.clone());
+            let (q, c, ctx2, act, stop) =
+                (claim_queue.clone(), resource_claim.clone(), ctx.clone(), activity.clone(), stopping.clone());
             workers.push(tokio::spawn(async move {
                 ctx2.caches.pods.wait_synced().await;
                 ctx2.caches.claims.wait_synced().await;
                 ctx2.caches.templates.wait_synced().await;
                 while let Some(key) = q.get().await {
+                    if stop.load(Ordering::Acquire) {
+                        break;
+                    }
                     let outcome = c.reconcile(&key).await;
                     q.finish(&key, outcome);
                     act.touch();
@@ -162,6 +173,7 @@ impl Host {
             reflectors,
             workers,
             activity,
+            stopping,
         }
     }
 
@@ -211,8 +223,10 @@ impl Host {
     }
 
     /// Stops taking keys, lets reconciles in flight finish within `grace`, stops
-    /// the watches.
+    /// the watches. Queued keys are dropped: the next start finds their work again
+    /// from the cluster state.
     pub async fn shutdown(self, grace: Duration) {
+        self.stopping.store(true, Ordering::Release);
         self.pvc_queue.shutdown();
         self.claim_queue.shutdown();
         let workers = futures::future::join_all(self.workers);
