@@ -11,6 +11,7 @@ use rekon_machinery::enqueue::{pvc_protection, resource_claim};
 
 use crate::cache::Cache;
 use crate::journal::Journal;
+use crate::observe::Observer;
 use crate::projection::CachedPod;
 
 /// Pod index: `ns/<pvc>` for each PVC the pod's volumes name (ephemeral: `<pod>-<volume>`).
@@ -84,11 +85,12 @@ pub struct Context {
     pub client: Client,
     pub caches: Caches,
     pub journal: Arc<Journal>,
+    pub observer: Arc<dyn Observer>,
     recorder: Recorder,
 }
 
 impl Context {
-    pub fn new(client: Client, journal: Arc<Journal>) -> Self {
+    pub fn new(client: Client, journal: Arc<Journal>, observer: Arc<dyn Observer>) -> Self {
         let reporter = Reporter {
             controller: "rekon".into(),
             instance: std::env::var("POD_NAME").ok(),
@@ -98,6 +100,7 @@ impl Context {
             client,
             caches: Caches::new(),
             journal,
+            observer,
         }
     }
 

@@ -25,6 +25,7 @@ pub struct GuestInfo {
 pub struct DecideError {
     pub guest: String,
     pub message: String,
+    pub failure: crate::observe::DecisionFailure,
 }
 
 pub trait PvcDecider: Send + Sync {
@@ -100,9 +101,18 @@ fn guest_info(guest: &rekon_runtime::GuestPre) -> GuestInfo {
 }
 
 fn guest_error(key: &str, err: rekon_runtime::RuntimeError) -> DecideError {
+    use crate::observe::DecisionFailure;
+    use rekon_runtime::Failure;
+    let failure = match &err.failure {
+        Failure::Trap { .. } => DecisionFailure::Trap,
+        Failure::DeadlineExceeded(_) => DecisionFailure::Deadline,
+        Failure::MemoryCapExceeded { .. } => DecisionFailure::Memory,
+        _ => DecisionFailure::Other,
+    };
     DecideError {
         guest: err.guest.name().to_string(),
         message: err.with_key(key).to_string(),
+        failure,
     }
 }
 

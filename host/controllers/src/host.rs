@@ -16,6 +16,8 @@ use crate::cache::{ObjectKey, reflect};
 use crate::context::Context;
 use crate::decider::{ClaimDecider, PvcDecider, Slot};
 use crate::journal::Journal;
+use crate::observe::{Observer, ReconcileResult};
+use crate::reconcile::Outcome;
 use crate::projection::{self, CachedPod};
 use crate::pvc_protection::PvcProtection;
 use crate::resource_claim::{ClaimControllerKey, ResourceClaimController};
@@ -28,6 +30,8 @@ pub struct HostConfig {
     pub claim_decider: Arc<Slot<dyn ClaimDecider>>,
     pub journal: Arc<Journal>,
     pub queue: QueueConfig,
+    /// Metrics hooks (reconciles, decisions, queues).
+    pub observer: Arc<dyn Observer>,
 }
 
 /// Keys that did not settle before a deadline.
@@ -66,17 +70,21 @@ pub struct Host {
 impl Host {
     /// Starts the reflectors and the workers. Reconciles begin once the caches synced.
     pub fn start(client: Client, config: HostConfig) -> Self {
-        let ctx = Arc::new(Context::new(client.clone(), config.journal));
+        let ctx = Arc::new(Context::new(client.clone(), config.journal, config.observer.clone()));
         let pvc_protection = Arc::new(PvcProtection::new(ctx.clone(), config.pvc_decider));
         let resource_claim = Arc::new(ResourceClaimController::new(ctx.clone(), config.claim_decider));
-        let pvc_queue = Arc::new(WorkQueue::new(QueueConfig {
-            name: crate::pvc_protection::NAME.into(),
+        let queue_config = |name: &str| QueueConfig {
+            name: name.into(),
             ..config.queue.clone()
-        }));
-        let claim_queue = Arc::new(WorkQueue::new(QueueConfig {
-            name: crate::resource_claim::NAME.into(),
-            ..config.queue
-        }));
+        };
+        let pvc_queue: Arc<WorkQueue<ObjectKey>> = Arc::new(WorkQueue::with_metrics(
+            queue_config(crate::pvc_protection::NAME),
+            ctx.observer.queue_metrics(crate::pvc_protection::NAME),
+        ));
+        let claim_queue: Arc<WorkQueue<ClaimControllerKey>> = Arc::new(WorkQueue::with_metrics(
+            queue_config(crate::resource_claim::NAME),
+            ctx.observer.queue_metrics(crate::resource_claim::NAME),
+        ));
         let activity = Arc::new(Activity(Mutex::new(Instant::now())));
 
         let mut reflectors = Vec::new();
@@ -142,7 +150,9 @@ impl Host {
                     if stop.load(Ordering::Acquire) {
                         break;
                     }
-                    let outcome = c.reconcile(&key, Instant::now()).await;
+                    let started = Instant::now();
+                    let outcome = c.reconcile(&key, started).await;
+                    ctx2.observer.reconciled(crate::pvc_protection::NAME, result_of(outcome), started.elapsed());
                     q.finish(&key, outcome);
                     act.touch();
                 }
@@ -157,7 +167,9 @@ impl Host {
                     if stop.load(Ordering::Acquire) {
                         break;
                     }
+                    let started = Instant::now();
                     let outcome = c.reconcile(&key).await;
+                    ctx2.observer.reconciled(crate::resource_claim::NAME, result_of(outcome), started.elapsed());
                     q.finish(&key, outcome);
                     act.touch();
                 }
@@ -236,5 +248,13 @@ impl Host {
         for r in self.reflectors {
             r.abort();
         }
+    }
+}
+
+fn result_of(outcome: Outcome) -> ReconcileResult {
+    match outcome {
+        Outcome::Done => ReconcileResult::Success,
+        Outcome::Retry => ReconcileResult::Error,
+        Outcome::RetryAfter(_) => ReconcileResult::RequeueAfter,
     }
 }

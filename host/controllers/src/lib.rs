@@ -5,6 +5,7 @@ pub mod cache;
 pub mod context;
 pub mod decider;
 pub mod journal;
+pub mod observe;
 pub mod projection;
 pub mod pvc_protection;
 pub mod reconcile;

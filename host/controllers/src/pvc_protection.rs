@@ -23,7 +23,7 @@ use crate::context::{Context, PODS_BY_PVC, reference};
 use crate::decider::{PvcDecider, Slot};
 use crate::journal::{Entry, Preconditions};
 use crate::projection::CachedPod;
-use crate::reconcile::{Outcome, ReconcileError, log_failure, record_decision};
+use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::writes::Writer;
 
 pub const NAME: &str = "pvc-protection";
@@ -145,9 +145,7 @@ impl PvcProtection {
         key: &str,
         input: &PvcInput,
     ) -> Result<PvcDecision, ReconcileError> {
-        let result = decider.decide(key, input.clone());
-        record_decision(&self.ctx.journal, NAME, key, &decider.info(), summarize(input), &result);
-        result.map_err(|e| ReconcileError::Guest(e.to_string()))
+        decide(&self.ctx, NAME, key, &decider.info(), input, summarize, |i| decider.decide(key, i))
     }
 
     /// A Warning event on the PVC when a reconcile failed.

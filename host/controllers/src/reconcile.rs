@@ -1,9 +1,12 @@
 //! What a reconcile returns, how it fails, and how its decision is journaled.
 
+use std::time::Instant;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::cache::ObjectKey;
+use crate::context::Context;
 use crate::decider::{DecideError, GuestInfo};
 use crate::journal::{Entry, Journal};
 use crate::writes::WriteError;
@@ -43,6 +46,27 @@ pub fn log_failure(controller: &str, key: &ObjectKey, err: &ReconcileError) {
     } else {
         tracing::warn!(controller, key = %key, error = %err, "reconcile failed; requeued with backoff");
     }
+}
+
+/// Runs one decision, timing it for the observer and journaling it.
+pub fn decide<I, D: Serialize>(
+    ctx: &Context,
+    controller: &str,
+    key: &str,
+    guest: &GuestInfo,
+    input: &I,
+    summary: impl FnOnce(&I) -> Value,
+    call: impl FnOnce(I) -> Result<D, DecideError>,
+) -> Result<D, ReconcileError>
+where
+    I: Clone,
+{
+    let started = Instant::now();
+    let result = call(input.clone());
+    let failure = result.as_ref().err().map(|e| e.failure);
+    ctx.observer.decided(controller, guest, started.elapsed(), failure);
+    record_decision(&ctx.journal, controller, key, guest, summary(input), &result);
+    result.map_err(|e| ReconcileError::Guest(e.to_string()))
 }
 
 /// Journals one decision (or its failure).

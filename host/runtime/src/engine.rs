@@ -115,7 +115,9 @@ fn wasmtime_config(config: &EngineConfig) -> Config {
         .max_core_instances_per_component(16)
         .max_memories_per_component(4)
         .max_tables_per_component(8)
-        .max_memory_size(config.max_memory_bytes);
+        .max_memory_size(config.max_memory_bytes)
+        .linear_memory_keep_resident(std::env::var("KR").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
+        .table_keep_resident(std::env::var("KR").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
 
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)

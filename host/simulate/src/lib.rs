@@ -13,6 +13,7 @@ use rekon_apiserver::{ApiServer, FaultConfig, KubeletMode, ServerConfig};
 use rekon_controllers::decider::{ClaimDecider, PvcDecider, Slot};
 use rekon_controllers::host::{Host, HostConfig, NotConverged};
 use rekon_controllers::journal::Journal;
+use rekon_controllers::observe::NoObserver;
 use rekon_machinery::queue::QueueConfig;
 use serde_json::Value;
 
@@ -144,6 +145,7 @@ pub fn host_config(deciders: &Deciders, journal: Arc<Journal>) -> HostConfig {
         claim_decider: deciders.claim.clone(),
         journal,
         queue: QueueConfig::default(),
+        observer: Arc::new(NoObserver),
     }
 }
 

@@ -76,6 +76,8 @@ pub struct Step {
     #[serde(default)]
     pub watch: Option<Watch>,
     #[serde(default)]
+    pub collect: Option<Collect>,
+    #[serde(default)]
     pub expect: Expect,
     /// Variables to capture from the response body: var name -> JSON pointer.
     #[serde(default)]
@@ -95,10 +97,11 @@ pub struct Step {
 impl Step {
     /// The request or watch of this step.
     pub fn action(&self) -> Action<'_> {
-        match (&self.request, &self.watch) {
-            (Some(r), None) => Action::Request(r),
-            (None, Some(w)) => Action::Watch(w),
-            _ => unreachable!("validated at load: exactly one of request/watch"),
+        match (&self.request, &self.watch, &self.collect) {
+            (Some(r), None, None) => Action::Request(r),
+            (None, Some(w), None) => Action::Watch(w),
+            (None, None, Some(c)) => Action::Collect(c),
+            _ => unreachable!("validated at load: exactly one of request/watch/collect"),
         }
     }
 }
@@ -107,6 +110,7 @@ impl Step {
 pub enum Action<'a> {
     Request(&'a Request),
     Watch(&'a Watch),
+    Collect(&'a Collect),
 }
 
 /// An HTTP request.
@@ -162,6 +166,23 @@ pub struct Watch {
     #[serde(default)]
     pub stop_after: Option<usize>,
     /// Give up reading after this many seconds (default: timeoutSeconds + 10).
+    #[serde(default)]
+    pub read_for_seconds: Option<u64>,
+    /// Keep the watch open under this name instead of reading it now; later
+    /// steps write and a `collect` step reads what it delivered meanwhile.
+    #[serde(default)]
+    pub background: Option<String>,
+}
+
+/// Reads the events a background watch delivered since it was opened (or
+/// since the previous `collect` of it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Collect {
+    pub watch: String,
+    #[serde(default)]
+    pub stop_after: Option<usize>,
+    /// Give up reading after this many seconds (default 10).
     #[serde(default)]
     pub read_for_seconds: Option<u64>,
 }
@@ -237,10 +258,15 @@ fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
         return Err(invalid("-", "an embedded-only scenario must say `why`"));
     }
     for step in &scenario.steps {
-        if step.request.is_some() == step.watch.is_some() {
+        let actions = [
+            step.request.is_some(),
+            step.watch.is_some(),
+            step.collect.is_some(),
+        ];
+        if actions.iter().filter(|a| **a).count() != 1 {
             return Err(invalid(
                 &step.name,
-                "needs exactly one of `request` or `watch`",
+                "needs exactly one of `request`, `watch` or `collect`",
             ));
         }
         if step
@@ -259,14 +285,20 @@ fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
                 "`v1.20` expectations need `differs: reason`",
             ));
         }
-        if step.watch.is_some() && !step.capture.is_empty() {
+        if step.request.is_none() && !step.capture.is_empty() {
             return Err(invalid(
                 &step.name,
                 "capture from watch events under `events`",
             ));
         }
-        if step.request.is_some() && step.expect.events.is_some() {
-            return Err(invalid(&step.name, "`events` only applies to a watch"));
+        let reads_events = step.collect.is_some()
+            || step.watch.as_ref().is_some_and(|w| w.background.is_none());
+        if !reads_events && (step.expect.events.is_some() || step.expect.closed_by_server.is_some())
+        {
+            return Err(invalid(
+                &step.name,
+                "`events`/`closed-by-server` need a watch that is read now or a `collect`",
+            ));
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! Raw HTTP to an API server through a `kube::Client`, so TLS and the bearer
 //! token are handled the same way for the embedded and the real server.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::pin::Pin;
 use std::time::Duration;
@@ -161,6 +162,12 @@ impl Target {
         stop_after: Option<usize>,
         read_for: Duration,
     ) -> Result<WatchOutcome, TransportError> {
+        self.open_watch(uri).await?.collect(stop_after, read_for).await
+    }
+
+    /// Opens a watch; its events are read later with [`OpenWatch::collect`]
+    /// (they queue up meanwhile), so writes can happen while it is open.
+    pub async fn open_watch(&self, uri: &str) -> Result<OpenWatch, TransportError> {
         let request = self.build("GET", uri, "application/json", None)?;
         let send = self.client.send(request);
         let response = tokio::time::timeout(REQUEST_TIMEOUT, send)
@@ -175,63 +182,31 @@ impl Target {
                 source,
             })?;
         let code = response.status().as_u16();
-        let mut body = response.into_body();
-        if code != 200 {
-            let bytes = body
-                .collect_bytes()
-                .await
-                .map_err(|source| TransportError::Body {
-                    uri: uri.to_owned(),
-                    source,
-                })?;
-            return Ok(WatchOutcome {
+        let body = response.into_body();
+        if code == 200 {
+            return Ok(OpenWatch {
+                uri: uri.to_owned(),
                 code,
-                status: parse_body(&bytes),
-                events: Vec::new(),
-                closed_by_server: true,
+                status: Value::Null,
+                body: Some(body),
+                lines: LineBuffer::default(),
+                pending: VecDeque::new(),
             });
         }
-        let mut lines = LineBuffer::default();
-        let mut events = Vec::new();
-        let deadline = tokio::time::Instant::now() + read_for;
-        let enough = |events: &Vec<Value>| {
-            stop_after.is_some_and(|n| events.iter().filter(|e| !is_bookmark(e)).count() >= n)
-        };
-        let closed_by_server = loop {
-            if enough(&events) {
-                break false;
-            }
-            let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
-            match tokio::time::timeout_at(deadline, frame).await {
-                Err(_) => break false,
-                Ok(None) => break true,
-                Ok(Some(Err(source))) => {
-                    return Err(TransportError::Body {
-                        uri: uri.to_owned(),
-                        source,
-                    });
-                }
-                Ok(Some(Ok(frame))) => {
-                    if let Ok(data) = frame.into_data() {
-                        for line in lines.push(&data) {
-                            let event = serde_json::from_str(&line).map_err(|source| {
-                                TransportError::EventLine {
-                                    uri: uri.to_owned(),
-                                    line: line.clone(),
-                                    source,
-                                }
-                            })?;
-                            events.push(event);
-                        }
-                    }
-                }
-            }
-        };
-        Ok(WatchOutcome {
+        let bytes = body
+            .collect_bytes()
+            .await
+            .map_err(|source| TransportError::Body {
+                uri: uri.to_owned(),
+                source,
+            })?;
+        Ok(OpenWatch {
+            uri: uri.to_owned(),
             code,
-            status: Value::Null,
-            events,
-            closed_by_server,
+            status: parse_body(&bytes),
+            body: None,
+            lines: LineBuffer::default(),
+            pending: VecDeque::new(),
         })
     }
 
@@ -266,6 +241,80 @@ pub struct Response {
     /// The JSON body, or the raw text as a JSON string if it is not JSON.
     pub body: Value,
     pub received_at: DateTime<Utc>,
+}
+
+/// An open watch stream (or the refusal of one).
+pub struct OpenWatch {
+    uri: String,
+    pub code: u16,
+    /// The Status body when the watch was refused (code != 200).
+    pub status: Value,
+    /// The stream; `None` once the server closed it (or refused the watch).
+    body: Option<Body>,
+    lines: LineBuffer,
+    /// Events read from the stream but not handed out yet.
+    pending: VecDeque<Value>,
+}
+
+impl OpenWatch {
+    /// Reads events until `stop_after` non-bookmark events arrived (counting
+    /// from this call), the server closed the stream, or `read_for` elapsed.
+    pub async fn collect(
+        &mut self,
+        stop_after: Option<usize>,
+        read_for: Duration,
+    ) -> Result<WatchOutcome, TransportError> {
+        let mut events = Vec::new();
+        let deadline = tokio::time::Instant::now() + read_for;
+        let enough = |events: &Vec<Value>| {
+            stop_after.is_some_and(|n| events.iter().filter(|e| !is_bookmark(e)).count() >= n)
+        };
+        let closed_by_server = loop {
+            while !enough(&events)
+                && let Some(event) = self.pending.pop_front()
+            {
+                events.push(event);
+            }
+            if enough(&events) {
+                break false;
+            }
+            let Some(body) = self.body.as_mut() else {
+                break true;
+            };
+            let frame = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx));
+            match tokio::time::timeout_at(deadline, frame).await {
+                Err(_) => break false,
+                // Hand out what is still pending before reporting the close.
+                Ok(None) => self.body = None,
+                Ok(Some(Err(source))) => {
+                    return Err(TransportError::Body {
+                        uri: self.uri.clone(),
+                        source,
+                    });
+                }
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        for line in self.lines.push(&data) {
+                            let event = serde_json::from_str(&line).map_err(|source| {
+                                TransportError::EventLine {
+                                    uri: self.uri.clone(),
+                                    line: line.clone(),
+                                    source,
+                                }
+                            })?;
+                            self.pending.push_back(event);
+                        }
+                    }
+                }
+            }
+        };
+        Ok(WatchOutcome {
+            code: self.code,
+            status: self.status.clone(),
+            events,
+            closed_by_server,
+        })
+    }
 }
 
 /// What a watch delivered.

@@ -12,6 +12,7 @@ use kube::config::KubeConfigOptions;
 use rekon_apiserver::KubeletMode;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
+use rekon_controllers::observe::NoObserver;
 use rekon_machinery::queue::QueueConfig;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster};
 
@@ -92,6 +93,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             claim_decider: deciders.claim,
             journal,
             queue: QueueConfig::default(),
+            observer: Arc::new(NoObserver),
         },
     );
     if args.demo {

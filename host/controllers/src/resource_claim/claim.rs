@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{DELETE_PROTECTION_FINALIZER, NAME, ResourceClaimController};
 use crate::cache::ObjectKey;
 use crate::journal::{Entry, Preconditions};
-use crate::reconcile::{Outcome, ReconcileError, record_decision};
+use crate::reconcile::{Outcome, ReconcileError, decide};
 use crate::writes::{Deleted, Writer};
 
 impl ResourceClaimController {
@@ -100,9 +100,7 @@ impl ResourceClaimController {
         key: &str,
         input: &ClaimInput,
     ) -> Result<ClaimDecision, ReconcileError> {
-        let result = decider.decide_claim(key, input.clone());
-        record_decision(&self.ctx.journal, NAME, key, &decider.info(), summarize(input), &result);
-        result.map_err(|e| ReconcileError::Guest(e.to_string()))
+        decide(&self.ctx, NAME, key, &decider.info(), input, summarize, |i| decider.decide_claim(key, i))
     }
 
     /// What the host knows of every pod in `reservedFor`, and of the owner pod.

@@ -14,7 +14,7 @@ use crate::cache::ObjectKey;
 use rekon_machinery::enqueue::resource_claim::{ClaimName, resolve_claim_name};
 
 use crate::context::reference;
-use crate::reconcile::{Outcome, ReconcileError, record_decision};
+use crate::reconcile::{Outcome, ReconcileError, decide};
 use crate::writes::Writer;
 
 impl ResourceClaimController {
@@ -30,9 +30,9 @@ impl ResourceClaimController {
         let input = self.pod_input(pod);
         let decider = self.decider.current();
         let guest = decider.info();
-        let result = decider.decide_pod(&key_text, input.clone());
-        record_decision(&self.ctx.journal, NAME, &key_text, &guest, summarize(&input), &result);
-        let decision = result.map_err(|e| ReconcileError::Guest(e.to_string()))?;
+        let decision = decide(&self.ctx, NAME, &key_text, &guest, &input, summarize, |i| {
+            decider.decide_pod(&key_text, i)
+        })?;
 
         let writer = Writer {
             client: self.ctx.client.clone(),

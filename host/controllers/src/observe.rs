@@ -1,0 +1,49 @@
+//! Hooks for metrics: the host reports reconciles, decisions and queue activity
+//! to an [`Observer`]; the default observes nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rekon_machinery::queue::{NoMetrics, QueueMetrics};
+
+use crate::decider::GuestInfo;
+
+/// controller-runtime's `result` label values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReconcileResult {
+    Success,
+    Error,
+    RequeueAfter,
+}
+
+impl ReconcileResult {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::RequeueAfter => "requeue_after",
+        }
+    }
+}
+
+/// Why a decision produced no result, for per-guest failure counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionFailure {
+    Trap,
+    Deadline,
+    Memory,
+    Other,
+}
+
+pub trait Observer: Send + Sync {
+    fn reconciled(&self, _controller: &str, _result: ReconcileResult, _took: Duration) {}
+    fn decided(&self, _controller: &str, _guest: &GuestInfo, _took: Duration, _failure: Option<DecisionFailure>) {}
+    /// Metrics hooks for the work queue named `queue`.
+    fn queue_metrics(&self, _queue: &str) -> Arc<dyn QueueMetrics> {
+        Arc::new(NoMetrics)
+    }
+}
+
+/// Observes nothing.
+pub struct NoObserver;
+impl Observer for NoObserver {}
