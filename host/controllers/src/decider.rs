@@ -4,7 +4,9 @@
 //! [`Slot`] (an atomic pointer), so a new module version is published with one
 //! store and decisions in flight finish on the version they loaded.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use rekon_guest::model::{
@@ -138,5 +140,259 @@ impl ClaimDecider for rekon_runtime::GuestPre {
 
     fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
         rekon_runtime::GuestPre::decide_claim(self, input).map_err(|e| guest_error(key, e))
+    }
+}
+
+/// One decision on which a shadow decider disagreed with the active one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ShadowDifference {
+    /// `decide`, `decide-pod` or `decide-claim`.
+    pub decision: &'static str,
+    pub key: String,
+    /// The applied decision (model serde form).
+    pub active: serde_json::Value,
+    /// The shadow's decision, or `{"error": ...}` when it failed.
+    pub shadow: serde_json::Value,
+}
+
+/// Counts of a shadow's decisions, and the latest differences.
+///
+/// Shared by every decision that runs with the same shadow, so a team can read
+/// how often the candidate agreed before promoting it.
+pub struct ShadowTally {
+    agreed: AtomicU64,
+    differed: AtomicU64,
+    failed: AtomicU64,
+    /// How many differences to keep (oldest dropped first).
+    keep: usize,
+    differences: Mutex<VecDeque<ShadowDifference>>,
+}
+
+impl ShadowTally {
+    pub fn new(keep: usize) -> Self {
+        Self {
+            agreed: AtomicU64::new(0),
+            differed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            keep,
+            differences: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Decisions on which the shadow returned exactly the active decision.
+    pub fn agreed(&self) -> u64 {
+        self.agreed.load(Ordering::Relaxed)
+    }
+
+    /// Decisions on which both returned a decision and they differed.
+    pub fn differed(&self) -> u64 {
+        self.differed.load(Ordering::Relaxed)
+    }
+
+    /// Decisions on which the shadow failed (trap, deadline, ...) and the active did not.
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// The latest differences and shadow failures, oldest first.
+    pub fn differences(&self) -> Vec<ShadowDifference> {
+        self.differences.lock().unwrap().iter().cloned().collect()
+    }
+
+    fn remember(&self, difference: ShadowDifference) {
+        if self.keep == 0 {
+            return;
+        }
+        let mut differences = self.differences.lock().unwrap();
+        if differences.len() == self.keep {
+            differences.pop_front();
+        }
+        differences.push_back(difference);
+    }
+
+    /// Compares one decision; only the active result is returned to the caller.
+    fn compare<D: PartialEq + serde::Serialize>(
+        &self,
+        decision: &'static str,
+        key: &str,
+        active: &Result<D, DecideError>,
+        shadow: Result<D, DecideError>,
+        guests: (&GuestInfo, &GuestInfo),
+    ) {
+        // A failed active decision is retried; there is nothing to compare it with.
+        let Ok(active) = active else { return };
+        let to_json = |d: &D| serde_json::to_value(d).expect("decisions serialise");
+        let shadow_json = match shadow {
+            Ok(shadow) if shadow == *active => {
+                self.agreed.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Ok(shadow) => {
+                self.differed.fetch_add(1, Ordering::Relaxed);
+                to_json(&shadow)
+            }
+            Err(err) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                serde_json::json!({ "error": err.message })
+            }
+        };
+        let difference = ShadowDifference {
+            decision,
+            key: key.to_string(),
+            active: to_json(active),
+            shadow: shadow_json,
+        };
+        tracing::warn!(
+            key,
+            decision,
+            active_guest = %guests.0.name,
+            active_digest = %guests.0.digest,
+            shadow_guest = %guests.1.name,
+            shadow_digest = %guests.1.digest,
+            active = %difference.active,
+            shadow = %difference.shadow,
+            "shadow decision differs from the active one"
+        );
+        self.remember(difference);
+    }
+}
+
+/// Runs a candidate beside the active decider on the same input and applies
+/// only the active result: the shadow can neither change nor fail a decision.
+pub struct Shadowed<T: ?Sized> {
+    active: Arc<T>,
+    shadow: Arc<T>,
+    tally: Arc<ShadowTally>,
+}
+
+impl<T: ?Sized> Shadowed<T> {
+    pub fn new(active: Arc<T>, shadow: Arc<T>, tally: Arc<ShadowTally>) -> Self {
+        Self {
+            active,
+            shadow,
+            tally,
+        }
+    }
+
+    pub fn tally(&self) -> &Arc<ShadowTally> {
+        &self.tally
+    }
+}
+
+impl PvcDecider for Shadowed<dyn PvcDecider> {
+    fn info(&self) -> GuestInfo {
+        self.active.info()
+    }
+
+    fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
+        let active = self.active.decide(key, input.clone());
+        let shadow = self.shadow.decide(key, input);
+        let guests = (&self.active.info(), &self.shadow.info());
+        self.tally.compare("decide", key, &active, shadow, guests);
+        active
+    }
+}
+
+impl ClaimDecider for Shadowed<dyn ClaimDecider> {
+    fn info(&self) -> GuestInfo {
+        self.active.info()
+    }
+
+    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
+        let active = self.active.decide_pod(key, input.clone());
+        let shadow = self.shadow.decide_pod(key, input);
+        let guests = (&self.active.info(), &self.shadow.info());
+        self.tally.compare("decide-pod", key, &active, shadow, guests);
+        active
+    }
+
+    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
+        let active = self.active.decide_claim(key, input.clone());
+        let shadow = self.shadow.decide_claim(key, input);
+        let guests = (&self.active.info(), &self.shadow.info());
+        self.tally.compare("decide-claim", key, &active, shadow, guests);
+        active
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rekon_guest::model::PvcAction;
+
+    /// Decides a fixed answer, or fails.
+    struct Fixed(Result<PvcDecision, &'static str>, &'static str);
+
+    impl PvcDecider for Fixed {
+        fn info(&self) -> GuestInfo {
+            native_info(self.1)
+        }
+
+        fn decide(&self, _key: &str, _input: PvcInput) -> Result<PvcDecision, DecideError> {
+            self.0.clone().map_err(|message| DecideError {
+                guest: self.1.into(),
+                message: message.into(),
+                failure: crate::observe::DecisionFailure::Trap,
+            })
+        }
+    }
+
+    fn shadowed(active: Fixed, shadow: Fixed) -> (Shadowed<dyn PvcDecider>, Arc<ShadowTally>) {
+        let tally = Arc::new(ShadowTally::new(2));
+        let active: Arc<dyn PvcDecider> = Arc::new(active);
+        let shadow: Arc<dyn PvcDecider> = Arc::new(shadow);
+        (Shadowed::new(active, shadow, tally.clone()), tally)
+    }
+
+    fn add() -> PvcAction {
+        PvcAction::AddFinalizer(Default::default())
+    }
+
+    #[test]
+    fn only_the_active_decision_is_applied_and_each_outcome_is_counted() {
+        let (agreeing, tally) = shadowed(
+            Fixed(Ok(PvcDecision::NeedLivePods), "a"),
+            Fixed(Ok(PvcDecision::NeedLivePods), "s"),
+        );
+        assert_eq!(agreeing.decide("ns/a", PvcInput::default()).unwrap(), PvcDecision::NeedLivePods);
+        assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (1, 0, 0));
+
+        let (differing, tally) = shadowed(
+            Fixed(Ok(PvcDecision::Actions(vec![add()])), "a"),
+            Fixed(Ok(PvcDecision::Actions(vec![])), "s"),
+        );
+        assert_eq!(differing.decide("ns/b", PvcInput::default()).unwrap(), PvcDecision::Actions(vec![add()]));
+        assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (0, 1, 0));
+        let difference = &tally.differences()[0];
+        assert_eq!(difference.key, "ns/b");
+        assert_eq!(difference.active, serde_json::to_value(PvcDecision::Actions(vec![add()])).unwrap());
+        assert_eq!(difference.shadow, serde_json::json!({"actions": []}));
+        assert_eq!(differing.info().name, "a", "the journal names the active guest");
+    }
+
+    #[test]
+    fn a_failing_shadow_never_fails_the_decision() {
+        let (shadowed, tally) = shadowed(Fixed(Ok(PvcDecision::NeedLivePods), "a"), Fixed(Err("trapped"), "s"));
+        assert_eq!(shadowed.decide("ns/c", PvcInput::default()).unwrap(), PvcDecision::NeedLivePods);
+        assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (0, 0, 1));
+        assert_eq!(tally.differences()[0].shadow, serde_json::json!({"error": "trapped"}));
+    }
+
+    #[test]
+    fn a_failing_active_is_returned_and_not_compared() {
+        let (shadowed, tally) = shadowed(Fixed(Err("trapped"), "a"), Fixed(Ok(PvcDecision::NeedLivePods), "s"));
+        assert!(shadowed.decide("ns/d", PvcInput::default()).is_err());
+        assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (0, 0, 0));
+    }
+
+    #[test]
+    fn keeps_only_the_latest_differences() {
+        let (shadowed, tally) = shadowed(Fixed(Ok(PvcDecision::NeedLivePods), "a"), Fixed(Err("x"), "s"));
+        for key in ["k1", "k2", "k3"] {
+            shadowed.decide(key, PvcInput::default()).unwrap();
+        }
+        let keys: Vec<_> = tally.differences().into_iter().map(|d| d.key).collect();
+        assert_eq!(keys, ["k2", "k3"]);
+        assert_eq!(tally.failed(), 3);
     }
 }

@@ -117,7 +117,9 @@ fn wasmtime_config(config: &EngineConfig) -> Config {
         .max_tables_per_component(8)
         .max_memory_size(config.max_memory_bytes)
         .linear_memory_keep_resident(std::env::var("KR").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
-        .table_keep_resident(std::env::var("KR").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
+        .table_keep_resident(std::env::var("KR").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
+        .decommit_batch_size(std::env::var("DB").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
+        .pagemap_scan(if std::env::var("PMS").is_ok() { wasmtime::Enabled::Auto } else { wasmtime::Enabled::No });
 
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)

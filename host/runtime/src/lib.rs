@@ -19,6 +19,7 @@
 //!
 //! [`testing::GuestHarness`] wraps this for guest authors' `cargo test`.
 
+mod compat;
 mod decide;
 mod engine;
 mod guest;

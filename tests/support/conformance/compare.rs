@@ -77,7 +77,10 @@ impl ScenarioReport<'_> {
             "{} {} ({}; {})",
             if failures.is_empty() { "ok  " } else { "FAIL" },
             self.scenario.name,
-            self.scenario.file.display(),
+            self.scenario.file.file_name().map_or_else(
+                || self.scenario.file.display().to_string(),
+                |f| f.to_string_lossy().into_owned()
+            ),
             servers.join(", ")
         );
         for (i, step) in self.scenario.steps.iter().enumerate() {

@@ -1,14 +1,14 @@
 //! Runs one scenario against one server and records every step's outcome.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::matcher;
-use super::scenario::{Action, Expect, ExpectEvent, Request, Scenario, Step, Watch};
-use super::transport::{ServerKind, Target, TransportError, is_bookmark};
+use super::scenario::{Action, Collect, Expect, ExpectEvent, Request, Scenario, Step, Watch};
+use super::transport::{OpenWatch, ServerKind, Target, TransportError, WatchOutcome, is_bookmark};
 use super::vars::{Vars, VarsError};
 
 /// Errors that stop a step from being sent (as opposed to expectation misses).
@@ -20,7 +20,12 @@ pub enum StepError {
     Transport(#[from] TransportError),
     #[error("cannot encode the request body: {0}")]
     Encode(serde_json::Error),
+    #[error("no background watch named {0:?} is open")]
+    NoSuchWatch(String),
 }
+
+/// Background watches of a scenario run, by name.
+type OpenWatches = HashMap<String, OpenWatch>;
 
 /// The observable result of a step, compared across servers.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,11 +110,12 @@ pub async fn run_scenario(scenario: &Scenario, target: &Target) -> ScenarioRun {
     vars.set("ns", json!(namespace));
     let setup_error = create_namespace(target, &namespace).await.err();
     let mut steps = Vec::with_capacity(scenario.steps.len());
+    let mut watches = OpenWatches::new();
     for step in &scenario.steps {
         let run = if setup_error.is_some() {
             StepRun::Skipped("namespace setup failed".into())
         } else {
-            run_step(step, target, &mut vars).await
+            run_step(step, target, &mut vars, &mut watches).await
         };
         steps.push(run);
     }
@@ -154,14 +160,20 @@ fn expectation_for(step: &Step, server: ServerKind) -> Result<&Expect, String> {
     }
 }
 
-async fn run_step(step: &Step, target: &Target, vars: &mut Vars) -> StepRun {
+async fn run_step(
+    step: &Step,
+    target: &Target,
+    vars: &mut Vars,
+    watches: &mut OpenWatches,
+) -> StepRun {
     let expect = match expectation_for(step, target.kind) {
         Ok(expect) => expect,
         Err(reason) => return StepRun::Skipped(reason),
     };
     let result = match step.action() {
         Action::Request(request) => run_request(request, expect, &step.capture, target, vars).await,
-        Action::Watch(watch) => run_watch(watch, expect, target, vars).await,
+        Action::Watch(watch) => run_watch(watch, expect, target, vars, watches).await,
+        Action::Collect(collect) => run_collect(collect, expect, vars, watches).await,
     };
     match result {
         Ok((outcome, failures)) => StepRun::Ran { outcome, failures },
@@ -217,16 +229,59 @@ async fn run_watch(
     expect: &Expect,
     target: &Target,
     vars: &mut Vars,
+    watches: &mut OpenWatches,
 ) -> Result<(Outcome, Vec<String>), StepError> {
     let uri = build_uri(&watch.path, &watch.query, vars, &[("watch", "true")])?;
-    let timeout_seconds = watch
-        .query
-        .get("timeoutSeconds")
-        .and_then(matcher::as_int)
-        .unwrap_or(5) as u64;
-    let read_for = Duration::from_secs(watch.read_for_seconds.unwrap_or(timeout_seconds + 10));
     let started = Utc::now();
-    let result = target.watch(&uri, watch.stop_after, read_for).await?;
+    let mut stream = target.open_watch(&uri).await?;
+    let result = match &watch.background {
+        Some(name) => {
+            let opened = WatchOutcome {
+                code: stream.code,
+                status: stream.status.clone(),
+                events: Vec::new(),
+                closed_by_server: false,
+            };
+            watches.insert(name.clone(), stream);
+            opened
+        }
+        None => {
+            let timeout_seconds = watch
+                .query
+                .get("timeoutSeconds")
+                .and_then(matcher::as_int)
+                .unwrap_or(5) as u64;
+            let read_for = watch.read_for_seconds.unwrap_or(timeout_seconds + 10);
+            stream
+                .collect(watch.stop_after, Duration::from_secs(read_for))
+                .await?
+        }
+    };
+    evaluate_watch(&result, expect, started, vars)
+}
+
+async fn run_collect(
+    collect: &Collect,
+    expect: &Expect,
+    vars: &mut Vars,
+    watches: &mut OpenWatches,
+) -> Result<(Outcome, Vec<String>), StepError> {
+    let stream = watches
+        .get_mut(&collect.watch)
+        .ok_or_else(|| StepError::NoSuchWatch(collect.watch.clone()))?;
+    let started = Utc::now();
+    let read_for = Duration::from_secs(collect.read_for_seconds.unwrap_or(10));
+    let result = stream.collect(collect.stop_after, read_for).await?;
+    evaluate_watch(&result, expect, started, vars)
+}
+
+/// Checks what a watch delivered against the expectations.
+fn evaluate_watch(
+    result: &WatchOutcome,
+    expect: &Expect,
+    started: DateTime<Utc>,
+    vars: &mut Vars,
+) -> Result<(Outcome, Vec<String>), StepError> {
     let (bookmarks, events): (Vec<&Value>, Vec<&Value>) =
         result.events.iter().partition(|e| is_bookmark(e));
     let in_stream_error = events

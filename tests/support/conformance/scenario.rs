@@ -291,8 +291,8 @@ fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
                 "capture from watch events under `events`",
             ));
         }
-        let reads_events = step.collect.is_some()
-            || step.watch.as_ref().is_some_and(|w| w.background.is_none());
+        let reads_events =
+            step.collect.is_some() || step.watch.as_ref().is_some_and(|w| w.background.is_none());
         if !reads_events && (step.expect.events.is_some() || step.expect.closed_by_server.is_some())
         {
             return Err(invalid(
@@ -302,4 +302,60 @@ fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> Result<Scenario, ScenarioError> {
+        let mut scenario: Scenario = serde_yaml::from_str(yaml).expect("scenario YAML");
+        scenario.file = PathBuf::from("inline.yaml");
+        validate(&scenario).map(|()| scenario)
+    }
+
+    #[test]
+    fn a_step_needs_exactly_one_action() {
+        let both =
+            "name: s\nsteps:\n- name: x\n  request: {method: GET, path: /}\n  watch: {path: /}\n";
+        assert!(matches!(parse(both), Err(ScenarioError::Invalid { step, .. }) if step == "x"));
+        let none = "name: s\nsteps:\n- name: y\n";
+        assert!(matches!(parse(none), Err(ScenarioError::Invalid { step, .. }) if step == "y"));
+    }
+
+    #[test]
+    fn v1_20_expectations_need_a_reason() {
+        let yaml =
+            "name: s\nsteps:\n- name: x\n  request: {method: GET, path: /}\n  v1.20: {code: 500}\n";
+        assert!(parse(yaml).is_err());
+        let yaml = "name: s\nsteps:\n- name: x\n  request: {method: GET, path: /}\n  differs: newer\n  v1.20: {code: 500}\n";
+        let scenario = parse(yaml).expect("valid");
+        assert_eq!(
+            scenario.steps[0].v1_20.as_ref().and_then(|e| e.code),
+            Some(500)
+        );
+    }
+
+    #[test]
+    fn events_need_a_watch_that_is_read() {
+        let yaml = "name: s\nsteps:\n- name: x\n  watch: {path: /, background: w}\n  expect: {events: []}\n";
+        assert!(parse(yaml).is_err());
+        let yaml = "name: s\nsteps:\n- name: x\n  collect: {watch: w}\n  expect: {events: []}\n";
+        assert!(parse(yaml).is_ok());
+    }
+
+    #[test]
+    fn embedded_only_scenarios_say_why() {
+        let yaml = "name: s\nsince: embedded-only\nsteps: []\n";
+        assert!(parse(yaml).is_err());
+        let yaml = "name: s\nsince: embedded-only\nwhy: v1.20 lacks it\nsteps: []\n";
+        assert_eq!(parse(yaml).expect("valid").since, Since::EmbeddedOnly);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let yaml =
+            "name: s\nsteps:\n- name: x\n  request: {method: GET, path: /}\n  expect: {cod: 200}\n";
+        assert!(serde_yaml::from_str::<Scenario>(yaml).is_err());
+    }
 }

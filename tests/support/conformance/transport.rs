@@ -162,7 +162,10 @@ impl Target {
         stop_after: Option<usize>,
         read_for: Duration,
     ) -> Result<WatchOutcome, TransportError> {
-        self.open_watch(uri).await?.collect(stop_after, read_for).await
+        self.open_watch(uri)
+            .await?
+            .collect(stop_after, read_for)
+            .await
     }
 
     /// Opens a watch; its events are read later with [`OpenWatch::collect`]

@@ -1,0 +1,280 @@
+//! `guests.yaml`: per controller, which module serves, pinned by sha256, with
+//! its limits, an optional shadow candidate, the previous version kept for
+//! rollback, and the automatic rollback policy.
+//!
+//! ```yaml
+//! pvc-protection:
+//!   module: pvc-protection-v2.wasm
+//!   sha256: 3f5c...                 # required: the module is not loaded otherwise
+//!   deadlineMs: 100
+//!   memoryMiB: 64
+//!   mode: active                    # active | shadow | rollback
+//!   shadow: {module: pvc-protection-v3.wasm, sha256: 9ab1...}
+//!   previous: {module: pvc-protection-v1.wasm, sha256: 77e0...}
+//!   autoRollback: {maxFailureFraction: 0.05, minDecisions: 50}
+//! ```
+
+use std::path::{Component, Path};
+use std::time::Duration;
+
+use rekon_runtime::{Limits, World};
+use serde::{Deserialize, Serialize};
+
+use crate::digest::ModuleDigest;
+
+/// The configuration file in the guests directory.
+pub const CONFIG_FILE: &str = "guests.yaml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: field `{field}`: {message}")]
+    Invalid {
+        file: String,
+        field: String,
+        message: String,
+    },
+}
+
+/// The whole file; a controller it does not name keeps the conventional module
+/// file of the guests directory.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestsConfig {
+    #[serde(rename = "pvc-protection")]
+    pub pvc_protection: Option<ControllerConfig>,
+    #[serde(rename = "resource-claim")]
+    pub resource_claim: Option<ControllerConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControllerConfig {
+    /// File name relative to the guests directory.
+    pub module: String,
+    pub sha256: ModuleDigest,
+    pub deadline_ms: Option<u64>,
+    #[serde(rename = "memoryMiB")]
+    pub memory_mib: Option<usize>,
+    #[serde(default)]
+    pub mode: Mode,
+    /// A candidate that decides beside the active module without effect.
+    pub shadow: Option<ModuleRef>,
+    /// The version to go back to: serves in `mode: shadow` and `mode: rollback`,
+    /// and is what automatic rollback republishes.
+    pub previous: Option<ModuleRef>,
+    pub auto_rollback: Option<AutoRollback>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleRef {
+    pub module: String,
+    pub sha256: ModuleDigest,
+}
+
+/// What `module` does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// `module` serves (the default).
+    #[default]
+    Active,
+    /// `previous` serves and `module` runs beside it in shadow: the step before promotion.
+    Shadow,
+    /// `previous` serves; `module` is not run.
+    Rollback,
+}
+
+/// Roll back when more than `maxFailureFraction` of at least `minDecisions`
+/// decisions since activation trapped, overran the deadline or the memory cap.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AutoRollback {
+    pub max_failure_fraction: f64,
+    pub min_decisions: u64,
+}
+
+impl AutoRollback {
+    /// Whether `failures` of `decisions` calls for a rollback.
+    pub fn exceeded(&self, decisions: u64, failures: u64) -> bool {
+        decisions >= self.min_decisions && failures as f64 > self.max_failure_fraction * decisions as f64
+    }
+}
+
+impl GuestsConfig {
+    /// Parses the text of `file` (named in errors).
+    pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
+        let deserializer = serde_yaml::Deserializer::from_str(text);
+        let config: GuestsConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
+            let field = err.path().to_string();
+            ConfigError::Invalid {
+                file: file.to_string(),
+                field: if field == "." { "(top level)".into() } else { field },
+                message: err.into_inner().to_string(),
+            }
+        })?;
+        for world in World::ALL {
+            if let Some(controller) = config.controller(world) {
+                controller.validate(world).map_err(|(field, message)| ConfigError::Invalid {
+                    file: file.to_string(),
+                    field,
+                    message,
+                })?;
+            }
+        }
+        Ok(config)
+    }
+
+    pub fn controller(&self, world: World) -> Option<&ControllerConfig> {
+        match world {
+            World::PvcProtection => self.pvc_protection.as_ref(),
+            World::ResourceClaim => self.resource_claim.as_ref(),
+        }
+    }
+}
+
+impl ControllerConfig {
+    /// Checks what serde cannot; the error names the field.
+    fn validate(&self, world: World) -> Result<(), (String, String)> {
+        let field = |name: &str| format!("{world}.{name}");
+        check_file_name(&self.module).map_err(|m| (field("module"), m))?;
+        for (name, module) in [("shadow", &self.shadow), ("previous", &self.previous)] {
+            if let Some(module) = module {
+                check_file_name(&module.module).map_err(|m| (field(&format!("{name}.module")), m))?;
+            }
+        }
+        if self.deadline_ms == Some(0) {
+            return Err((field("deadlineMs"), "must be at least 1".into()));
+        }
+        if self.memory_mib == Some(0) {
+            return Err((field("memoryMiB"), "must be at least 1".into()));
+        }
+        if self.mode != Mode::Active && self.previous.is_none() {
+            return Err((
+                field("previous"),
+                format!("mode {:?} serves the previous version, so `previous` is required", self.mode),
+            ));
+        }
+        if self.mode == Mode::Shadow && self.shadow.is_some() {
+            return Err((
+                field("shadow"),
+                "in mode shadow, `module` is the shadow; remove `shadow` or set mode active".into(),
+            ));
+        }
+        if let Some(policy) = &self.auto_rollback {
+            if !(0.0..1.0).contains(&policy.max_failure_fraction) {
+                return Err((
+                    field("autoRollback.maxFailureFraction"),
+                    format!("must be in [0, 1), got {}", policy.max_failure_fraction),
+                ));
+            }
+            if policy.min_decisions == 0 {
+                return Err((field("autoRollback.minDecisions"), "must be at least 1".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The per-decision limits, over the engine defaults.
+    pub fn limits(&self, defaults: Limits) -> Limits {
+        Limits {
+            deadline: self.deadline_ms.map(Duration::from_millis).unwrap_or(defaults.deadline),
+            memory_bytes: self.memory_mib.map(|mib| mib << 20).unwrap_or(defaults.memory_bytes),
+        }
+    }
+}
+
+/// Module files are names inside the guests directory (ConfigMap keys), never
+/// paths that leave it.
+fn check_file_name(name: &str) -> Result<(), String> {
+    let path = Path::new(name);
+    let inside = !name.is_empty() && path.components().all(|c| matches!(c, Component::Normal(_)));
+    if inside {
+        Ok(())
+    } else {
+        Err(format!("`{name}` must be a file name relative to the guests directory"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    fn parse(text: &str) -> Result<GuestsConfig, ConfigError> {
+        GuestsConfig::parse("guests.yaml", text)
+    }
+
+    fn error(text: &str) -> String {
+        parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_every_field() {
+        let config = parse(&format!(
+            "pvc-protection:\n  module: v2.wasm\n  sha256: sha256:{A}\n  deadlineMs: 50\n  memoryMiB: 16\n  \
+             mode: active\n  shadow: {{module: v3.wasm, sha256: {B}}}\n  previous: {{module: v1.wasm, sha256: {B}}}\n  \
+             autoRollback: {{maxFailureFraction: 0.1, minDecisions: 20}}\n"
+        ))
+        .unwrap();
+        let pvc = config.controller(World::PvcProtection).unwrap();
+        assert_eq!(pvc.module, "v2.wasm");
+        assert_eq!(pvc.sha256.hex(), A);
+        assert_eq!(pvc.shadow.as_ref().unwrap().module, "v3.wasm");
+        assert_eq!(pvc.auto_rollback.unwrap().min_decisions, 20);
+        let limits = pvc.limits(Limits::default());
+        assert_eq!(limits.deadline, Duration::from_millis(50));
+        assert_eq!(limits.memory_bytes, 16 << 20);
+        assert!(config.controller(World::ResourceClaim).is_none());
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_field() {
+        let missing = error("pvc-protection:\n  module: v2.wasm\n");
+        assert!(missing.starts_with("guests.yaml: field `pvc-protection`"), "{missing}");
+        assert!(missing.contains("missing field `sha256`"), "{missing}");
+
+        let typo = error(&format!("pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n  deadline: 5\n"));
+        assert!(typo.contains("unknown field `deadline`"), "{typo}");
+
+        let controller = error("pvc-protecton: {}\n");
+        assert!(controller.contains("unknown field `pvc-protecton`"), "{controller}");
+
+        let digest = error("pvc-protection:\n  module: v2.wasm\n  sha256: abc\n");
+        assert!(digest.contains("field `pvc-protection.sha256`") && digest.contains("64 hex digits"), "{digest}");
+
+        let mode = error(&format!("pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n  mode: canary\n"));
+        assert!(mode.contains("field `pvc-protection.mode`"), "{mode}");
+    }
+
+    #[test]
+    fn checks_what_serde_cannot() {
+        let base = format!("pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n");
+        let shadow_needs_previous = error(&format!("{base}  mode: shadow\n"));
+        assert!(shadow_needs_previous.contains("field `pvc-protection.previous`"), "{shadow_needs_previous}");
+
+        let escape = error(&format!("pvc-protection:\n  module: ../etc/passwd\n  sha256: {A}\n"));
+        assert!(escape.contains("field `pvc-protection.module`"), "{escape}");
+
+        let fraction = error(&format!("{base}  autoRollback: {{maxFailureFraction: 1.5, minDecisions: 3}}\n"));
+        assert!(fraction.contains("autoRollback.maxFailureFraction"), "{fraction}");
+
+        let double_shadow = error(&format!(
+            "{base}  mode: shadow\n  shadow: {{module: x.wasm, sha256: {B}}}\n  previous: {{module: y.wasm, sha256: {B}}}\n"
+        ));
+        assert!(double_shadow.contains("pvc-protection.shadow"), "{double_shadow}");
+    }
+
+    #[test]
+    fn rollback_policy_needs_enough_decisions_and_more_than_the_fraction() {
+        let policy = AutoRollback {
+            max_failure_fraction: 0.5,
+            min_decisions: 4,
+        };
+        assert!(!policy.exceeded(3, 3), "too few decisions");
+        assert!(!policy.exceeded(4, 2), "exactly the fraction is tolerated");
+        assert!(policy.exceeded(4, 3));
+    }
+}

@@ -1,0 +1,122 @@
+//! Liveness and readiness. `/healthz` answers while the process serves HTTP;
+//! `/readyz` needs the guests loaded and either a standby role (a standby is
+//! ready: it holds no caches to sync) or a leader whose caches synced.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rekon_controllers::context::Context;
+
+/// What this replica is doing right now.
+#[derive(Default)]
+enum Role {
+    /// Before the first election round (or the controllers' start).
+    #[default]
+    Starting,
+    /// Campaigning for the lease while another replica leads.
+    Standby,
+    /// Running the controllers; ready once their caches synced.
+    Leading(Arc<Context>),
+    /// SIGTERM received: stop getting traffic.
+    Stopping,
+}
+
+#[derive(Default)]
+pub struct Health {
+    guests_loaded: AtomicBool,
+    role: Mutex<Role>,
+}
+
+/// One named readiness check and why it failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub name: &'static str,
+    pub failure: Option<String>,
+}
+
+/// The readiness checks, rendered like kube-apiserver's `/readyz?verbose`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    pub checks: Vec<Check>,
+}
+
+impl Readiness {
+    pub fn is_ready(&self) -> bool {
+        self.checks.iter().all(|c| c.failure.is_none())
+    }
+}
+
+impl fmt::Display for Readiness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for check in &self.checks {
+            match &check.failure {
+                None => writeln!(f, "[+]{} ok", check.name)?,
+                Some(why) => writeln!(f, "[-]{} failed: {why}", check.name)?,
+            }
+        }
+        let verdict = if self.is_ready() { "ok" } else { "failed" };
+        writeln!(f, "readyz check {verdict}")
+    }
+}
+
+impl Health {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn set_guests_loaded(&self, loaded: bool) {
+        self.guests_loaded.store(loaded, Ordering::Release);
+    }
+
+    pub fn set_standby(&self) {
+        self.set_role(Role::Standby);
+    }
+
+    /// The controllers run on this replica with `ctx`'s caches.
+    pub fn set_leading(&self, ctx: Arc<Context>) {
+        self.set_role(Role::Leading(ctx));
+    }
+
+    pub fn set_stopping(&self) {
+        self.set_role(Role::Stopping);
+    }
+
+    fn set_role(&self, role: Role) {
+        *self.role.lock().expect("health lock") = role;
+    }
+
+    pub fn readiness(&self) -> Readiness {
+        let guests = Check {
+            name: "guests",
+            failure: (!self.guests_loaded.load(Ordering::Acquire)).then(|| "decision modules not loaded".into()),
+        };
+        let role = match &*self.role.lock().expect("health lock") {
+           
+            Role::Starting => Some("starting".to_string()),
+            Role::Standby => None,
+            Role::Leading(ctx) => (!ctx.caches.all_synced()).then(|| "leading; informer caches not synced".into()),
+            Role::Stopping => Some("shutting down".to_string()),
+        };
+        Readiness {
+            checks: vec![
+                guests,
+                Check {
+                    name: "leader-or-standby",
+                    failure: role,
+                },
+            ],
+        }
+    }
+
+    /// `leader`, `standby`, `starting` or `stopping`, for logs and tests.
+    pub fn role_name(&self) -> &'static str {
+        match &*self.role.lock().expect("health lock") {
+           
+            Role::Starting => "starting",
+            Role::Standby => "standby",
+            Role::Leading(_) => "leader",
+            Role::Stopping => "stopping",
+        }
+    }
+}

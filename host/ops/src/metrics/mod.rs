@@ -1,0 +1,230 @@
+//! The Prometheus registry behind `/metrics`: controller-runtime's reconcile and
+//! work-queue families, client-go's leader-election gauge, rekon's per-guest
+//! families and the resource-claim controller's own counters.
+//!
+//! Names and labels follow controller-runtime so existing dashboards and alerts
+//! work unchanged. prometheus-client appends `_total` to counters when encoding,
+//! so counters are registered without it.
+
+mod claims;
+mod labels;
+mod observer;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use rekon_controllers::resource_claim::ResourceClaimController;
+
+use crate::guest_status::{GuestStatus, ShadowOutcome};
+use claims::ClaimCollector;
+use labels::{ControllerLabels, GuestInfoLabels, GuestLabels, QueueLabels, ResultLabels, ShadowLabels};
+pub use observer::QueueObserver;
+
+/// The content type of the OpenMetrics text exposition (Prometheus negotiates it).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// controller-runtime's reconcile-time buckets (seconds).
+const RECONCILE_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+    1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0,
+    50.0, 60.0,
+];
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(RECONCILE_BUCKETS)
+}
+
+/// controller-runtime's work-queue buckets: 10 ns to 1000 s, ×10.
+fn queue_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1e-8, 10.0, 12))
+}
+
+/// Decisions take microseconds: 1 µs to ~4 s, ×4.
+fn decision_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1e-6, 4.0, 12))
+}
+
+/// Every metric family rekon exports.
+pub struct Metrics {
+    registry: Registry,
+    reconcile_total: Family<ResultLabels, Counter>,
+    reconcile_errors: Family<ControllerLabels, Counter>,
+    reconcile_time: HistogramFamily<ControllerLabels>,
+    queue_depth: Family<QueueLabels, Gauge>,
+    queue_adds: Family<QueueLabels, Counter>,
+    queue_duration: HistogramFamily<QueueLabels>,
+    work_duration: HistogramFamily<QueueLabels>,
+    queue_retries: Family<QueueLabels, Counter>,
+    leader_status: Family<QueueLabels, Gauge>,
+    decision_duration: HistogramFamily<GuestLabels>,
+    guest_traps: Family<GuestLabels, Counter>,
+    guest_deadline: Family<GuestLabels, Counter>,
+    guest_memory: Family<GuestLabels, Counter>,
+    guest_info: Family<GuestInfoLabels, Gauge>,
+    shadow_decisions: Family<ShadowLabels, Counter>,
+    /// The `rekon_guest_info` series currently set, by controller.
+    active_modules: Mutex<HashMap<String, GuestInfoLabels>>,
+    claims: Arc<ClaimCollector>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut metrics = Self {
+            registry: Registry::default(),
+            reconcile_total: Family::default(),
+            reconcile_errors: Family::default(),
+            reconcile_time: Family::new_with_constructor(reconcile_histogram),
+            queue_depth: Family::default(),
+            queue_adds: Family::default(),
+            queue_duration: Family::new_with_constructor(queue_histogram),
+            work_duration: Family::new_with_constructor(queue_histogram),
+            queue_retries: Family::default(),
+            leader_status: Family::default(),
+            decision_duration: Family::new_with_constructor(decision_histogram),
+            guest_traps: Family::default(),
+            guest_deadline: Family::default(),
+            guest_memory: Family::default(),
+            guest_info: Family::default(),
+            shadow_decisions: Family::default(),
+            active_modules: Mutex::default(),
+            claims: Arc::new(ClaimCollector::default()),
+        };
+        metrics.register();
+        metrics
+    }
+
+    fn register(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            self.reconcile_total.clone(),
+        );
+        r.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            self.reconcile_errors.clone(),
+        );
+        r.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            self.reconcile_time.clone(),
+        );
+        r.register("workqueue_depth", "Current depth of workqueue", self.queue_depth.clone());
+        r.register("workqueue_adds", "Total number of adds handled by workqueue", self.queue_adds.clone());
+        r.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            self.queue_duration.clone(),
+        );
+        r.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            self.work_duration.clone(),
+        );
+        r.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            self.queue_retries.clone(),
+        );
+        r.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease",
+            self.leader_status.clone(),
+        );
+        r.register(
+            "rekon_decision_duration_seconds",
+            "Time one guest decision took, per controller and guest",
+            self.decision_duration.clone(),
+        );
+        r.register(
+            "rekon_guest_traps",
+            "Guest decisions that trapped",
+            self.guest_traps.clone(),
+        );
+        r.register(
+            "rekon_guest_deadline_exceeded",
+            "Guest decisions stopped at their epoch deadline",
+            self.guest_deadline.clone(),
+        );
+        r.register(
+            "rekon_guest_memory_exceeded",
+            "Guest decisions that hit their memory cap",
+            self.guest_memory.clone(),
+        );
+        r.register(
+            "rekon_guest_info",
+            "The active decision module of each controller (value 1), by guest name and digest",
+            self.guest_info.clone(),
+        );
+        r.register(
+            "rekon_shadow_decisions",
+            "Shadow decisions compared with the active module's, by agreement",
+            self.shadow_decisions.clone(),
+        );
+        r.register_collector(Box::new(self.claims.clone()));
+    }
+
+    /// Creates every label set of a controller with zero values, as
+    /// controller-runtime does, so rates exist before the first reconcile.
+    pub fn register_controller(&self, controller: &str) {
+        for result in ["success", "error", "requeue", "requeue_after"] {
+            let _ = self.reconcile_total.get_or_create(&ResultLabels::new(controller, result));
+        }
+        let _ = self.reconcile_errors.get_or_create(&ControllerLabels::new(controller));
+    }
+
+    /// Sets `leader_election_master_status{name=lease}`.
+    pub fn set_leader(&self, lease: &str, leading: bool) {
+        self.leader_status.get_or_create(&QueueLabels::new(lease)).set(i64::from(leading));
+    }
+
+    /// The resource-claim controller whose counters `/metrics` reports from now on
+    /// (a new one each time this replica starts leading).
+    pub fn watch_claim_controller(&self, controller: Arc<ResourceClaimController>) {
+        self.claims.set_source(controller);
+    }
+
+    /// The whole registry in the OpenMetrics text format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing metrics into a String cannot fail");
+        out
+    }
+}
+
+impl GuestStatus for Metrics {
+    fn active_module(&self, controller: &str, guest: &str, digest: &str) {
+        let current = GuestInfoLabels::new(controller, guest, digest);
+        // One series per controller: the previous module's series goes away.
+        let previous = self
+            .active_modules
+            .lock()
+            .expect("active modules lock")
+            .insert(controller.to_string(), current.clone());
+        if let Some(previous) = previous.filter(|p| *p != current) {
+            self.guest_info.remove(&previous);
+        }
+        self.guest_info.get_or_create(&current).set(1);
+    }
+
+    fn shadow_decision(&self, controller: &str, outcome: ShadowOutcome) {
+        self.shadow_decisions
+            .get_or_create(&ShadowLabels::new(controller, outcome.label()))
+            .inc();
+    }
+}

@@ -1,0 +1,89 @@
+//! Runs the controllers for as long as this replica may: always (no election),
+//! or for each term it holds the lease. Stops them on shutdown, within a grace.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rekon_controllers::host::Host;
+
+use crate::health::Health;
+use crate::leader::LeaderElector;
+use crate::metrics::Metrics;
+
+/// Where the supervisor reports, and how long shutdown may take.
+#[derive(Clone)]
+pub struct Supervision {
+    pub metrics: Arc<Metrics>,
+    pub health: Arc<Health>,
+    /// Reconciles in flight at shutdown get this long to finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Supervision {
+    fn started(&self, host: &Host) {
+        self.metrics.watch_claim_controller(host.resource_claim.clone());
+        self.health.set_leading(host.ctx.clone());
+    }
+
+    async fn stop(&self, host: Host) {
+        self.health.set_stopping();
+        tracing::info!(grace = ?self.shutdown_grace, "shutting down: finishing reconciles in flight");
+        host.shutdown(self.shutdown_grace).await;
+    }
+
+    /// Runs the controllers until `shutdown` resolves (single replica, or
+    /// leader election disabled).
+    pub async fn run(&self, start: impl Fn() -> Host, shutdown: impl Future<Output = ()>) {
+        let host = start();
+        self.started(&host);
+        shutdown.await;
+        self.stop(host).await;
+    }
+
+    /// Campaigns for the lease; while it holds the lease, runs the controllers
+    /// from `start` (a fresh host per term). Losing the lease stops them at once
+    /// (no new key; at most the reconciles in flight finish their conditional
+    /// writes) and the replica campaigns again as a standby. On `shutdown` the
+    /// controllers stop within the grace and the lease is released.
+    pub async fn run_elected(
+        &self,
+        mut elector: LeaderElector,
+        start: impl Fn() -> Host,
+        shutdown: impl Future<Output = ()>,
+    ) {
+        let lease = elector.config().lease_name.clone();
+        tokio::pin!(shutdown);
+        loop {
+            self.metrics.set_leader(&lease, false);
+            self.health.set_standby();
+            tokio::select! {
+                _ = &mut shutdown => {
+                    self.health.set_stopping();
+                    return;
+                }
+                _ = elector.acquire() => {}
+            }
+            self.metrics.set_leader(&lease, true);
+            let host = start();
+            self.started(&host);
+            tracing::info!(%lease, "leading: controllers started");
+            tokio::select! {
+                lost = elector.hold() => {
+                    self.metrics.set_leader(&lease, false);
+                    self.health.set_standby();
+                    tracing::error!(%lease, reason = %lost, "lost the lease: controllers stopped");
+                    host.shutdown(Duration::ZERO).await;
+                }
+                _ = &mut shutdown => {
+                    self.stop(host).await;
+                    if let Err(err) = elector.release().await {
+                        tracing::warn!(error = %err, "could not release the lease; the standby takes over when it expires");
+                    }
+                    self.metrics.set_leader(&lease, false);
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Which precompiled code this engine can load: a stable name for caches.
+
+use std::hash::{Hash, Hasher};
+
+use sha2::{Digest, Sha256};
+
+use crate::engine::Engine;
+
+impl Engine {
+    /// A hex digest of everything that decides whether code precompiled by one
+    /// engine loads in another (wasmtime version, target, CPU features, engine
+    /// settings). Two engines with the same hash can share precompiled bytes, so
+    /// caches key their entries by it.
+    pub fn compatibility_hash(&self) -> String {
+        let mut hasher = Sha256Hasher(Sha256::new());
+        self.wasmtime().precompile_compatibility_hash().hash(&mut hasher);
+        hex::encode(hasher.0.finalize())
+    }
+}
+
+/// Feeds `Hash` into sha256: unlike `DefaultHasher`, stable across Rust
+/// releases, so an on-disk cache survives a rebuild of rekon.
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        u64::from_le_bytes(digest[..8].try_into().expect("sha256 has 32 bytes"))
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Engine, EngineConfig};
+
+    #[test]
+    fn equal_configs_share_a_hash_and_it_is_hex_sha256() {
+        let config = || EngineConfig {
+            max_concurrent_decisions: 2,
+            ..EngineConfig::default()
+        };
+        let a = Engine::new(config()).unwrap().compatibility_hash();
+        let b = Engine::new(config()).unwrap().compatibility_hash();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 64);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+    }
+}
