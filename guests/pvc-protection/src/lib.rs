@@ -8,10 +8,6 @@ pub mod logic;
 
 #[cfg(target_arch = "wasm32")]
 mod component {
-    /// One instance serves one decision: freeing memory would be wasted work.
-    #[global_allocator]
-    static ALLOCATOR: rekon_guest::alloc::DecisionArena = rekon_guest::alloc::DecisionArena::new();
-
     wit_bindgen::generate!({
         path: "../../wit",
         world: "rekon:reconcile/pvc-protection@0.1.0",

@@ -6,9 +6,7 @@
 //!   interfaces, which a guest reuses through wit-bindgen's `with` option.
 //! - [`impl_contract_conversions!`]: moves between generated types and the model.
 //! - [`log`]: log through the host (a no-op when running natively).
-//! - [`alloc::DecisionArena`]: a bump allocator for guests that live for one decision.
 
-pub mod alloc;
 pub mod convert;
 pub mod model;
 

@@ -33,13 +33,22 @@ impl Cause {
 pub struct ApiError {
     pub code: u16,
     /// Empty for errors upstream reports with `StatusReasonUnknown`.
-    pub reason: String,
+    pub reason: &'static str,
     pub message: String,
+    /// Boxed: errors travel through many `Result`s and should stay small.
+    pub details: Box<Details>,
+}
+
+/// `details` of a Status.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Details {
     pub name: Option<String>,
     pub group: Option<String>,
     pub kind: Option<String>,
     pub causes: Vec<Cause>,
     pub retry_after_seconds: Option<u64>,
+    /// Render `details: {}` even when empty (upstream's generic 422 for patch failures).
+    pub render_empty: bool,
 }
 
 impl std::fmt::Display for ApiError {
@@ -51,44 +60,52 @@ impl std::fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 impl ApiError {
-    fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             code,
-            reason: reason.to_string(),
+            reason,
             message: message.into(),
-            name: None,
-            group: None,
-            kind: None,
-            causes: Vec::new(),
-            retry_after_seconds: None,
+            details: Box::default(),
         }
+    }
+
+    pub fn causes(&self) -> &[Cause] {
+        &self.details.causes
     }
 
     /// Details naming the object by its resource ("pods"), as NotFound/Conflict do.
     fn for_resource(mut self, res: &ResourceInfo, name: &str) -> Self {
-        self.name = Some(name.to_string());
-        self.group = Some(res.group.to_string());
-        self.kind = Some(res.plural.to_string());
+        self.details.name = Some(name.to_string());
+        self.details.group = Some(res.group.to_string());
+        self.details.kind = Some(res.plural.to_string());
         self
     }
 
     /// Details naming the object by its Kind ("Pod"), as Invalid and delete preconditions do.
     fn for_kind(mut self, res: &ResourceInfo, name: &str) -> Self {
-        self.name = Some(name.to_string());
-        self.group = Some(res.group.to_string());
-        self.kind = Some(res.kind.to_string());
+        self.details.name = Some(name.to_string());
+        self.details.group = Some(res.group.to_string());
+        self.details.kind = Some(res.kind.to_string());
         self
     }
 
     pub fn not_found(res: &ResourceInfo, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{name}\" not found", res.qualified()))
-            .for_resource(res, name)
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", res.qualified()),
+        )
+        .for_resource(res, name)
     }
 
     pub fn namespace_not_found(namespace: &str) -> Self {
-        let mut err = Self::new(404, "NotFound", format!("namespaces \"{namespace}\" not found"));
-        err.name = Some(namespace.to_string());
-        err.kind = Some("namespaces".to_string());
+        let mut err = Self::new(
+            404,
+            "NotFound",
+            format!("namespaces \"{namespace}\" not found"),
+        );
+        err.details.name = Some(namespace.to_string());
+        err.details.kind = Some("namespaces".to_string());
         err
     }
 
@@ -102,7 +119,7 @@ impl ApiError {
             ),
         )
         .for_resource(res, name);
-        err.causes.push(Cause::new(
+        err.details.causes.push(Cause::new(
             "NamespaceTerminating",
             format!("namespace {namespace} is being terminated"),
             Some("metadata.namespace"),
@@ -111,8 +128,12 @@ impl ApiError {
     }
 
     pub fn already_exists(res: &ResourceInfo, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", res.qualified()))
-            .for_resource(res, name)
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", res.qualified()),
+        )
+        .for_resource(res, name)
     }
 
     /// The optimistic-concurrency conflict of an update or a conditional patch (row 2).
@@ -133,7 +154,10 @@ impl ApiError {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{name}\": {detail}", res.qualified_kind()),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {detail}",
+                res.qualified_kind()
+            ),
         )
         .for_kind(res, name)
     }
@@ -158,24 +182,82 @@ impl ApiError {
             format!("{} \"{name}\" is invalid: {summary}", res.qualified_kind()),
         )
         .for_kind(res, name);
-        err.causes = causes;
+        err.details.causes = causes;
         err
     }
 
-    /// 422 for a patch that cannot be applied (a failed JSON-patch `test`, a bad path).
-    pub fn patch_failed(message: impl Into<String>) -> Self {
-        Self::new(422, "Invalid", message)
+    /// 422 for a patch that cannot be applied (a failed JSON-patch `test`, a bad path). As
+    /// observed on v1.20 the Status carries a generic message and empty details; `detail` only
+    /// goes to the log.
+    pub fn patch_failed(detail: impl std::fmt::Display) -> Self {
+        tracing::debug!(%detail, "patch cannot be applied");
+        let mut err = Self::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        );
+        err.details.render_empty = true;
+        err
     }
 
-    pub fn conflict_apply(res: &ResourceInfo, name: &str, causes: Vec<Cause>) -> Self {
-        let fields: Vec<String> = causes.iter().map(|c| c.message.clone()).collect();
-        let message = if causes.len() == 1 {
-            format!("Apply failed with 1 conflict: {}", fields[0])
+    /// Server-side apply conflicts: `(manager, field path)` pairs, where the manager is rendered
+    /// as upstream does (`"a"`, or `"a" using v1` for an Update manager). Observed on v1.20:
+    /// the details carry only the causes.
+    pub fn conflict_apply(conflicts: &[(String, String)]) -> Self {
+        let message = if let [(manager, path)] = conflicts {
+            format!("Apply failed with 1 conflict: conflict with {manager}: {path}")
         } else {
-            format!("Apply failed with {} conflicts: {}", causes.len(), fields.join("\n"))
+            let mut managers: Vec<&String> = Vec::new();
+            for (manager, _) in conflicts {
+                if !managers.contains(&manager) {
+                    managers.push(manager);
+                }
+            }
+            let groups: Vec<String> = managers
+                .iter()
+                .map(|manager| {
+                    let paths: Vec<String> = conflicts
+                        .iter()
+                        .filter(|(m, _)| m == *manager)
+                        .map(|(_, p)| format!("- {p}"))
+                        .collect();
+                    format!("conflicts with {manager}:\n{}", paths.join("\n"))
+                })
+                .collect();
+            format!(
+                "Apply failed with {} conflicts: {}",
+                conflicts.len(),
+                groups.join("\n")
+            )
         };
-        let mut err = Self::new(409, "Conflict", message).for_resource(res, name);
-        err.causes = causes;
+        let mut err = Self::new(409, "Conflict", message);
+        err.details.causes = conflicts
+            .iter()
+            .map(|(manager, path)| {
+                Cause::new(
+                    "FieldManagerConflict",
+                    format!("conflict with {manager}"),
+                    Some(path),
+                )
+            })
+            .collect();
+        err
+    }
+
+    /// Server-side apply without a `fieldManager`.
+    pub fn field_manager_required() -> Self {
+        let mut err = Self::new(
+            422,
+            "Invalid",
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        );
+        err.details.group = Some("meta.k8s.io".into());
+        err.details.kind = Some("PatchOptions".into());
+        err.details.causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value: is required for apply patch",
+            Some("fieldManager"),
+        ));
         err
     }
 
@@ -195,7 +277,7 @@ impl ApiError {
             "InternalError",
             format!("Internal error occurred: {message}"),
         );
-        err.causes.push(Cause::new("", message, None));
+        err.details.causes.push(Cause::new("", message, None));
         err
     }
 
@@ -207,14 +289,14 @@ impl ApiError {
         let mut err = Self::new(
             504,
             "Timeout",
-            format!("Too large resource version: {requested}, current: {current}"),
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
         );
-        err.causes.push(Cause::new(
+        err.details.causes.push(Cause::new(
             "ResourceVersionTooLarge",
             "Too large resource version",
             None,
         ));
-        err.retry_after_seconds = Some(1);
+        err.details.retry_after_seconds = Some(1);
         err
     }
 
@@ -226,7 +308,9 @@ impl ApiError {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got {content_type:?}"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got {content_type:?}"
+            ),
         )
     }
 
@@ -234,12 +318,18 @@ impl ApiError {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {content_type:?} (the rekon embedded API server does not decode protobuf)"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {content_type:?} (the rekon embedded API server does not decode protobuf)"
+            ),
         )
     }
 
     pub fn path_not_found(path: &str) -> Self {
-        Self::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
     }
 
     pub fn too_many_requests(retry_after_seconds: u64) -> Self {
@@ -248,7 +338,7 @@ impl ApiError {
             "TooManyRequests",
             "the server has received too many requests and has asked us to try again later",
         );
-        err.retry_after_seconds = Some(retry_after_seconds);
+        err.details.retry_after_seconds = Some(retry_after_seconds);
         err
     }
 
@@ -263,17 +353,18 @@ impl ApiError {
     /// The `metav1.Status` JSON of this error.
     pub fn to_status(&self) -> Value {
         let mut details = serde_json::Map::new();
-        if let Some(name) = &self.name {
+        if let Some(name) = &self.details.name {
             details.insert("name".into(), json!(name));
         }
-        if let Some(group) = self.group.as_deref().filter(|g| !g.is_empty()) {
+        if let Some(group) = self.details.group.as_deref().filter(|g| !g.is_empty()) {
             details.insert("group".into(), json!(group));
         }
-        if let Some(kind) = &self.kind {
+        if let Some(kind) = &self.details.kind {
             details.insert("kind".into(), json!(kind));
         }
-        if !self.causes.is_empty() {
+        if !self.details.causes.is_empty() {
             let causes: Vec<Value> = self
+                .details
                 .causes
                 .iter()
                 .map(|c| {
@@ -290,7 +381,7 @@ impl ApiError {
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }
-        if let Some(secs) = self.retry_after_seconds {
+        if let Some(secs) = self.details.retry_after_seconds {
             details.insert("retryAfterSeconds".into(), json!(secs));
         }
         let mut status = json!({
@@ -304,7 +395,7 @@ impl ApiError {
         if !self.reason.is_empty() {
             status["reason"] = json!(self.reason);
         }
-        if !details.is_empty() {
+        if !details.is_empty() || self.details.render_empty {
             status["details"] = Value::Object(details);
         }
         status
@@ -317,8 +408,11 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
         let mut response = (code, body).into_response();
         let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(secs) = self.retry_after_seconds {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(secs) = self.details.retry_after_seconds {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
@@ -334,7 +428,10 @@ mod tests {
     fn not_found_names_the_qualified_resource() {
         let lease = resources::by_plural("coordination.k8s.io", "leases").unwrap();
         let status = ApiError::not_found(lease.info(), "l1").to_status();
-        assert_eq!(status["message"], "leases.coordination.k8s.io \"l1\" not found");
+        assert_eq!(
+            status["message"],
+            "leases.coordination.k8s.io \"l1\" not found"
+        );
         assert_eq!(status["details"]["kind"], "leases");
         assert_eq!(status["details"]["group"], "coordination.k8s.io");
         assert_eq!(status["reason"], "NotFound");

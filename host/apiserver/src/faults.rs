@@ -185,10 +185,11 @@ impl FaultConfig {
 
     /// Parses YAML or JSON (JSON is YAML).
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, FaultsError> {
-        let config: FaultConfig = serde_yaml::from_str(text).map_err(|source| FaultsError::Parse {
-            path: origin.to_string(),
-            source,
-        })?;
+        let config: FaultConfig =
+            serde_yaml::from_str(text).map_err(|source| FaultsError::Parse {
+                path: origin.to_string(),
+                source,
+            })?;
         config.check()?;
         Ok(config)
     }
@@ -210,19 +211,27 @@ impl FaultConfig {
             .chain([self.compaction.before_watch]);
         for f in fractions {
             if !(0.0..=1.0).contains(&f) {
-                return Err(FaultsError::Invalid(format!("fraction {f} is not within 0..=1")));
+                return Err(FaultsError::Invalid(format!(
+                    "fraction {f} is not within 0..=1"
+                )));
             }
         }
         Ok(())
     }
 
     pub fn is_empty(&self) -> bool {
-        self == &FaultConfig { seed: self.seed, ..Default::default() }
+        self == &FaultConfig {
+            seed: self.seed,
+            ..Default::default()
+        }
     }
 }
 
 fn applies(resources: &[String], info: &ResourceInfo) -> bool {
-    resources.is_empty() || resources.iter().any(|r| r == info.plural || *r == info.qualified())
+    resources.is_empty()
+        || resources
+            .iter()
+            .any(|r| r == info.plural || *r == info.qualified())
 }
 
 /// What the injector decided for one request.
@@ -271,7 +280,9 @@ impl FaultInjector {
     pub fn before_request(&self, verb: Verb, info: &ResourceInfo, name: &str) -> RequestDecision {
         let mut decision = RequestDecision::default();
         for rule in &self.config.requests {
-            if !(rule.verbs.is_empty() || rule.verbs.contains(&verb)) || !applies(&rule.resources, info) {
+            if !(rule.verbs.is_empty() || rule.verbs.contains(&verb))
+                || !applies(&rule.resources, info)
+            {
                 continue;
             }
             decision.latency += Duration::from_millis(rule.latency_ms);
@@ -283,7 +294,9 @@ impl FaultInjector {
             } else if self.chance(rule.server_error) {
                 decision.error = Some(ApiError::internal("injected fault"));
             } else if self.chance(rule.too_many_requests) {
-                decision.error = Some(ApiError::too_many_requests(rule.retry_after_seconds.unwrap_or(1)));
+                decision.error = Some(ApiError::too_many_requests(
+                    rule.retry_after_seconds.unwrap_or(1),
+                ));
             }
         }
         decision
@@ -291,7 +304,12 @@ impl FaultInjector {
 
     pub fn watch_plan(&self, info: &ResourceInfo) -> WatchPlan {
         let mut plan = WatchPlan::default();
-        for rule in self.config.watches.iter().filter(|w| applies(&w.resources, info)) {
+        for rule in self
+            .config
+            .watches
+            .iter()
+            .filter(|w| applies(&w.resources, info))
+        {
             plan.drop_events = plan.drop_events.max(rule.drop_events);
             plan.delay = plan.delay.max(Duration::from_millis(rule.delay_ms));
             plan.close_after_events = match (plan.close_after_events, rule.close_after_events) {
@@ -307,7 +325,11 @@ impl FaultInjector {
     }
 
     pub fn compaction_interval(&self) -> Option<Duration> {
-        self.config.compaction.every_ms.filter(|ms| *ms > 0).map(Duration::from_millis)
+        self.config
+            .compaction
+            .every_ms
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
     }
 }
 
@@ -330,11 +352,20 @@ mod tests {
     fn rules_match_verb_and_resource_and_are_seeded() {
         let pods = resources::pods().info();
         let cms = resources::by_plural("", "configmaps").unwrap().info();
-        let config = FaultConfig::new().request(RequestFault::new().verbs([Verb::Patch]).resources(["pods"]).conflict(0.5));
+        let config = FaultConfig::new().request(
+            RequestFault::new()
+                .verbs([Verb::Patch])
+                .resources(["pods"])
+                .conflict(0.5),
+        );
         let a = FaultInjector::new(config.clone(), 1);
         let b = FaultInjector::new(config, 1);
-        let draws_a: Vec<bool> = (0..50).map(|_| a.before_request(Verb::Patch, pods, "p").error.is_some()).collect();
-        let draws_b: Vec<bool> = (0..50).map(|_| b.before_request(Verb::Patch, pods, "p").error.is_some()).collect();
+        let draws_a: Vec<bool> = (0..50)
+            .map(|_| a.before_request(Verb::Patch, pods, "p").error.is_some())
+            .collect();
+        let draws_b: Vec<bool> = (0..50)
+            .map(|_| b.before_request(Verb::Patch, pods, "p").error.is_some())
+            .collect();
         assert_eq!(draws_a, draws_b);
         assert!(draws_a.contains(&true) && draws_a.contains(&false));
         assert!(a.before_request(Verb::Get, pods, "p").error.is_none());

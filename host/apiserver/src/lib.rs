@@ -36,16 +36,24 @@ use tokio_util::sync::CancellationToken;
 pub use cluster::KubeletMode;
 pub use errors::ApiError;
 pub use faults::{FaultConfig, RequestFault, Verb, WatchFault};
-pub use registry::{DeleteOptions, DeleteOutcome, PatchOutcome, Store, StoreError, Target, WriteOptions};
+pub use registry::{
+    DeleteOptions, DeleteOutcome, PatchOutcome, Store, StoreError, Target, WriteOptions,
+};
 pub use yaml::{YamlError, load_yaml_documents};
 
 /// Errors of starting and running the server.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("cannot write kubeconfig {path}: {source}")]
-    WriteKubeconfig { path: String, source: std::io::Error },
+    WriteKubeconfig {
+        path: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -143,14 +151,19 @@ impl ApiServer {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| Error::Bind { addr, source })?;
-        let addr = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| Error::Bind { addr, source })?;
         let store = Store::new(registry::StoreSettings {
             history_limit: config.history_limit,
             seed: config.seed,
             pvc_protection_admission: config.pvc_protection_admission,
         });
         let shutdown = CancellationToken::new();
-        let faults = Arc::new(faults::FaultInjector::new(config.faults.clone(), config.seed));
+        let faults = Arc::new(faults::FaultInjector::new(
+            config.faults.clone(),
+            config.seed,
+        ));
         let app = Arc::new(http::App {
             store: store.clone(),
             faults: faults.clone(),
@@ -161,7 +174,11 @@ impl ApiServer {
         });
         let mut tasks = cluster::spawn(&store, config.garbage_collector, config.kubelet, &shutdown);
         if let Some(interval) = faults.compaction_interval() {
-            tasks.push(tokio::spawn(compact_periodically(store.clone(), interval, shutdown.clone())));
+            tasks.push(tokio::spawn(compact_periodically(
+                store.clone(),
+                interval,
+                shutdown.clone(),
+            )));
         }
         let router = http::router(app);
         let stop = shutdown.clone();

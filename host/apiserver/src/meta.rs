@@ -13,7 +13,8 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !meta.is_object() {
         *meta = json!({});
     }
-    meta.as_object_mut().expect("metadata was just made an object")
+    meta.as_object_mut()
+        .expect("metadata was just made an object")
 }
 
 pub fn str_field<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
@@ -60,7 +61,11 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     metadata(obj)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|list| list.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .map(|list| {
+            list.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -120,7 +125,9 @@ pub fn format_time(time: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 pub fn parse_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    chrono::DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&chrono::Utc))
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
 }
 
 #[cfg(test)]

@@ -29,7 +29,9 @@ pub fn generate_name(prefix: &str, rng: &mut impl Rng) -> String {
 fn is_label(part: &str) -> bool {
     let bytes = part.as_bytes();
     !bytes.is_empty()
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && bytes[0] != b'-'
         && bytes[bytes.len() - 1] != b'-'
 }

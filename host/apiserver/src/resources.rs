@@ -92,7 +92,10 @@ const POD_FIELDS: &[(&str, &str)] = &[
     ("status.nominatedNodeName", "/status/nominatedNodeName"),
 ];
 
-const NAMESPACE_FIELDS: &[(&str, &str)] = &[("status.phase", "/status/phase"), ("name", "/metadata/name")];
+const NAMESPACE_FIELDS: &[(&str, &str)] = &[
+    ("status.phase", "/status/phase"),
+    ("name", "/metadata/name"),
+];
 
 const PVC_FIELDS: &[(&str, &str)] = &[("name", "/metadata/name")];
 
@@ -102,7 +105,10 @@ const CORE_EVENT_FIELDS: &[(&str, &str)] = &[
     ("involvedObject.name", "/involvedObject/name"),
     ("involvedObject.uid", "/involvedObject/uid"),
     ("involvedObject.apiVersion", "/involvedObject/apiVersion"),
-    ("involvedObject.resourceVersion", "/involvedObject/resourceVersion"),
+    (
+        "involvedObject.resourceVersion",
+        "/involvedObject/resourceVersion",
+    ),
     ("involvedObject.fieldPath", "/involvedObject/fieldPath"),
     ("reason", "/reason"),
     ("reportingComponent", "/reportingComponent"),

@@ -37,7 +37,11 @@ fn split_terms(text: &str) -> Vec<&str> {
         }
     }
     terms.push(&text[start..]);
-    terms.into_iter().map(str::trim).filter(|t| !t.is_empty()).collect()
+    terms
+        .into_iter()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 fn parse_set(term: &str, rest: &str) -> Result<Vec<String>, ApiError> {
@@ -45,8 +49,16 @@ fn parse_set(term: &str, rest: &str) -> Result<Vec<String>, ApiError> {
         .trim()
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| ApiError::bad_request(format!("unable to parse requirement: found '{term}', expected: '(' ... ')'")))?;
-    Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unable to parse requirement: found '{term}', expected: '(' ... ')'"
+            ))
+        })?;
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 fn check_key(key: &str, term: &str) -> Result<String, ApiError> {
@@ -71,7 +83,9 @@ impl LabelSelector {
                 LabelRequirement::DoesNotExist(check_key(key.trim(), term)?)
             } else if let Some((key, value)) = term.split_once("!=") {
                 LabelRequirement::NotEquals(check_key(key.trim(), term)?, value.trim().to_string())
-            } else if let Some((key, value)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            } else if let Some((key, value)) =
+                term.split_once("==").or_else(|| term.split_once('='))
+            {
                 LabelRequirement::Equals(check_key(key.trim(), term)?, value.trim().to_string())
             } else if let Some((key, rest)) = term.split_once(" notin ") {
                 LabelRequirement::NotIn(check_key(key.trim(), term)?, parse_set(term, rest)?)
@@ -132,7 +146,9 @@ impl FieldSelector {
                     .iter()
                     .find(|(label, _)| *label == other)
                     .map(|(_, pointer)| *pointer)
-                    .ok_or_else(|| ApiError::bad_request(format!("field label not supported: {other}")))?,
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!("field label not supported: {other}"))
+                    })?,
             };
             reqs.push(FieldRequirement {
                 pointer: pointer.to_string(),
@@ -163,10 +179,20 @@ pub struct Selectors {
 }
 
 impl Selectors {
-    pub fn parse(label: Option<&str>, field: Option<&str>, info: &ResourceInfo) -> Result<Self, ApiError> {
+    pub fn parse(
+        label: Option<&str>,
+        field: Option<&str>,
+        info: &ResourceInfo,
+    ) -> Result<Self, ApiError> {
         Ok(Selectors {
-            labels: label.map(LabelSelector::parse).transpose()?.unwrap_or_default(),
-            fields: field.map(|f| FieldSelector::parse(f, info)).transpose()?.unwrap_or_default(),
+            labels: label
+                .map(LabelSelector::parse)
+                .transpose()?
+                .unwrap_or_default(),
+            fields: field
+                .map(|f| FieldSelector::parse(f, info))
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 
@@ -200,7 +226,11 @@ mod tests {
             ("missing notin (x)", true),
         ];
         for (text, want) in cases {
-            assert_eq!(LabelSelector::parse(text).unwrap().matches(&o), want, "{text}");
+            assert_eq!(
+                LabelSelector::parse(text).unwrap().matches(&o),
+                want,
+                "{text}"
+            );
         }
     }
 
@@ -208,12 +238,31 @@ mod tests {
     fn pod_field_selectors() {
         let pods = resources::pods().info();
         let o = obj(json!({}));
-        assert!(FieldSelector::parse("spec.nodeName=n1", pods).unwrap().matches(&o));
-        assert!(FieldSelector::parse("spec.nodeName==n1,metadata.name=p", pods).unwrap().matches(&o));
-        assert!(!FieldSelector::parse("spec.nodeName!=n1", pods).unwrap().matches(&o));
-        assert!(FieldSelector::parse("status.phase=", pods).unwrap().matches(&o));
+        assert!(
+            FieldSelector::parse("spec.nodeName=n1", pods)
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            FieldSelector::parse("spec.nodeName==n1,metadata.name=p", pods)
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            !FieldSelector::parse("spec.nodeName!=n1", pods)
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            FieldSelector::parse("status.phase=", pods)
+                .unwrap()
+                .matches(&o)
+        );
         let err = FieldSelector::parse("spec.foo=x", pods).unwrap_err();
-        assert_eq!((err.code, err.message.as_str()), (400, "field label not supported: spec.foo"));
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (400, "field label not supported: spec.foo")
+        );
         let cms = resources::by_plural("", "configmaps").unwrap().info();
         assert!(FieldSelector::parse("spec.nodeName=n1", cms).is_err());
     }

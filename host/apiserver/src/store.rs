@@ -120,11 +120,9 @@ impl Objects {
         namespace: Option<&str>,
     ) -> impl Iterator<Item = (&ObjectKey, &Value)> {
         let start = ObjectKey::new(resource, namespace.unwrap_or(""), "");
-        self.objects
-            .range(start..)
-            .take_while(move |(k, _)| {
-                k.resource == resource && namespace.is_none_or(|ns| k.namespace == ns)
-            })
+        self.objects.range(start..).take_while(move |(k, _)| {
+            k.resource == resource && namespace.is_none_or(|ns| k.namespace == ns)
+        })
     }
 
     pub fn iter_all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
@@ -153,11 +151,22 @@ impl Objects {
         self.rv += 1;
         let mut tombstone = stored.clone();
         meta::set_resource_version(&mut tombstone, self.rv);
-        self.record(key.clone(), EventType::Deleted, tombstone, Some(stored.clone()));
+        self.record(
+            key.clone(),
+            EventType::Deleted,
+            tombstone,
+            Some(stored.clone()),
+        );
         Some(stored)
     }
 
-    fn record(&mut self, key: ObjectKey, event_type: EventType, object: Value, previous: Option<Value>) {
+    fn record(
+        &mut self,
+        key: ObjectKey,
+        event_type: EventType,
+        object: Value,
+        previous: Option<Value>,
+    ) {
         self.history.push_back(Arc::new(WatchEvent {
             rv: self.rv,
             key,
@@ -244,7 +253,11 @@ mod tests {
         let kinds: Vec<_> = events.iter().map(|e| (e.rv, e.event_type)).collect();
         assert_eq!(
             kinds,
-            vec![(1, EventType::Added), (2, EventType::Modified), (3, EventType::Deleted)]
+            vec![
+                (1, EventType::Added),
+                (2, EventType::Modified),
+                (3, EventType::Deleted)
+            ]
         );
         assert_eq!(events[2].object["metadata"]["resourceVersion"], "3");
         assert_eq!(events[2].object["data"]["v"], "2");
@@ -257,7 +270,13 @@ mod tests {
         for i in 0..5 {
             objs.put(ObjectKey::new(cms, "d", &format!("c{i}")), cm("c", "x"));
         }
-        assert_eq!(objs.events_since(2).unwrap_err(), TooOld { requested: 2, floor: 3 });
+        assert_eq!(
+            objs.events_since(2).unwrap_err(),
+            TooOld {
+                requested: 2,
+                floor: 3
+            }
+        );
         assert_eq!(objs.events_since(3).unwrap().len(), 2);
         objs.compact();
         assert!(objs.events_since(4).is_err());

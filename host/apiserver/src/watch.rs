@@ -42,7 +42,8 @@ struct Sink {
 impl Sink {
     /// False when the client has gone.
     async fn send(&self, event_type: &str, object: &Value) -> bool {
-        let mut line = serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
+        let mut line =
+            serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
         line.push(b'\n');
         self.tx.send(Bytes::from(line)).await.is_ok()
     }
@@ -61,7 +62,10 @@ fn bookmark(resource: ResourceId, rv: u64, initial_events_end: bool) -> Value {
 /// selector is ADDED, one leaving it is DELETED (with the new resourceVersion).
 fn visible_event(req: &WatchRequest, event: &WatchEvent) -> Option<(EventType, Value)> {
     if event.key.resource != req.resource
-        || req.namespace.as_deref().is_some_and(|ns| event.key.namespace != ns)
+        || req
+            .namespace
+            .as_deref()
+            .is_some_and(|ns| event.key.namespace != ns)
     {
         return None;
     }
@@ -70,7 +74,10 @@ fn visible_event(req: &WatchRequest, event: &WatchEvent) -> Option<(EventType, V
         EventType::Added => new_matches.then(|| (EventType::Added, event.object.clone())),
         EventType::Deleted => new_matches.then(|| (EventType::Deleted, event.object.clone())),
         EventType::Modified => {
-            let old_matches = event.previous.as_ref().is_some_and(|p| req.selectors.matches(p));
+            let old_matches = event
+                .previous
+                .as_ref()
+                .is_some_and(|p| req.selectors.matches(p));
             match (old_matches, new_matches) {
                 (true, true) => Some((EventType::Modified, event.object.clone())),
                 (false, true) => Some((EventType::Added, event.object.clone())),
@@ -105,7 +112,13 @@ pub fn spawn(
     rx
 }
 
-async fn run(store: &Store, req: &WatchRequest, faults: &FaultInjector, plan: &WatchPlan, sink: &Sink) {
+async fn run(
+    store: &Store,
+    req: &WatchRequest,
+    faults: &FaultInjector,
+    plan: &WatchPlan,
+    sink: &Sink,
+) {
     let deadline = Instant::now() + req.timeout;
     let mut changes = store.subscribe();
     let mut last = match req.start {
@@ -124,7 +137,12 @@ async fn run(store: &Store, req: &WatchRequest, faults: &FaultInjector, plan: &W
                     return;
                 }
             }
-            if req.send_initial_events && req.allow_bookmarks && !sink.send("BOOKMARK", &bookmark(req.resource, rv, true)).await {
+            if req.send_initial_events
+                && req.allow_bookmarks
+                && !sink
+                    .send("BOOKMARK", &bookmark(req.resource, rv, true))
+                    .await
+            {
                 return;
             }
             rv
@@ -189,7 +207,8 @@ async fn run(store: &Store, req: &WatchRequest, faults: &FaultInjector, plan: &W
         }
         if Instant::now() >= deadline {
             if req.allow_bookmarks {
-                sink.send("BOOKMARK", &bookmark(req.resource, last, false)).await;
+                sink.send("BOOKMARK", &bookmark(req.resource, last, false))
+                    .await;
             }
             return;
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use rekon_contract::model;
-use rekon_runtime::{Decision, Engine, EngineConfig, GuestPre, Limits, RuntimeError};
+use rekon_runtime::{Decision, Engine, EngineConfig, GuestPre, Limits, RuntimeError, World};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -25,8 +25,9 @@ pub struct GuestArgs {
 }
 
 impl GuestArgs {
-    /// Loads the guest on a small engine sized for these limits.
-    pub fn load(&self) -> anyhow::Result<GuestPre> {
+    /// Loads the guest on a small engine sized for these limits; with `world`,
+    /// a guest of another world is rejected at load.
+    pub fn load(&self, world: Option<World>) -> anyhow::Result<GuestPre> {
         let limits = Limits {
             deadline: Duration::from_millis(self.deadline_ms),
             memory_bytes: self.memory_mib << 20,
@@ -37,7 +38,12 @@ impl GuestArgs {
             default_limits: limits,
         })
         .context("starting the wasm engine")?;
-        Ok(engine.loader().file(&self.guest)?)
+        let loader = engine.loader();
+        let loader = match world {
+            Some(world) => loader.world(world),
+            None => loader,
+        };
+        Ok(loader.file(&self.guest)?)
     }
 }
 

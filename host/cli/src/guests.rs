@@ -1,49 +1,58 @@
-//! Finding and loading the guest modules for `run` and `simulate`.
+//! The guest modules of `run` and `simulate`, served by rekon-modules: the
+//! guests directory (guests.yaml or the conventional file names), digest
+//! pinning, the precompiled cache, and for `run` hot swap on changes.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
-use rekon_controllers::decider::{ClaimDecider, PvcDecider, Slot};
-use rekon_runtime::{Engine, EngineConfig, World};
+use rekon_modules::{Modules, ModulesOptions, WatchOptions, Watching};
 use rekon_simulate::Deciders;
 
-/// File names a guest may have in the guests directory, in order of preference.
-fn candidates(world: World) -> [&'static str; 2] {
-    match world {
-        World::PvcProtection => ["pvc-protection.wasm", "rekon_guest_pvc_protection.wasm"],
-        World::ResourceClaim => ["resource-claim.wasm", "rekon_guest_resource_claim.wasm"],
+/// How `run` serves modules.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModuleArgs {
+    /// Keep precompiled modules here across restarts (a directory private to rekon).
+    #[arg(long, env = "REKON_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Write the module status (active/shadow/previous digests, swaps, rejections,
+    /// shadow agreement, rollbacks) here as JSON after every change.
+    #[arg(long, env = "REKON_STATUS_FILE")]
+    pub status_file: Option<PathBuf>,
+    /// Rescan the guests directory this often, besides watching it.
+    #[arg(long, default_value_t = 30)]
+    pub rescan_seconds: u64,
+}
+
+fn options(dir: Option<&Path>) -> anyhow::Result<ModulesOptions> {
+    let dir = dir.context("no guests directory: pass --guests DIR or set REKON_GUEST_DIR")?;
+    Ok(ModulesOptions::new(dir))
+}
+
+fn deciders(modules: &Modules) -> Deciders {
+    Deciders {
+        pvc: modules.pvc(),
+        claim: modules.claim(),
     }
 }
 
-fn find(dir: &Path, world: World) -> anyhow::Result<PathBuf> {
-    let names = candidates(world);
-    names
-        .iter()
-        .map(|n| dir.join(n))
-        .find(|p| p.is_file())
-        .with_context(|| {
-            format!(
-                "no {} guest in {}: expected {} (build the reference guests with `make guests`)",
-                world.name(),
-                dir.display(),
-                names.join(" or ")
-            )
-        })
+/// Loads both controllers' modules once (no watching): for `simulate`.
+pub async fn load_deciders(dir: Option<&Path>) -> anyhow::Result<Deciders> {
+    let modules = Modules::open(options(dir)?).await?;
+    Ok(deciders(&modules))
 }
 
-/// Loads both controllers' guests from `dir` into one engine.
-pub fn load_deciders(dir: Option<&Path>) -> anyhow::Result<Deciders> {
-    let dir = dir.context("no guests directory: pass --guests DIR or set REKON_GUEST_DIR")?;
-    let engine = Engine::new(EngineConfig::default()).context("starting the wasm engine")?;
-    let pvc = engine.loader().world(World::PvcProtection).file(find(dir, World::PvcProtection)?)?;
-    let claim = engine.loader().world(World::ResourceClaim).file(find(dir, World::ResourceClaim)?)?;
-    tracing::info!(pvc = %pvc.id().name(), pvc_digest = %pvc.id().digest(),
-        claim = %claim.id().name(), claim_digest = %claim.id().digest(), "guests loaded");
-    let pvc: Arc<dyn PvcDecider> = Arc::new(pvc);
-    let claim: Arc<dyn ClaimDecider> = Arc::new(claim);
-    Ok(Deciders {
-        pvc: Arc::new(Slot::new(pvc)),
-        claim: Arc::new(Slot::new(claim)),
-    })
+/// Loads the modules and keeps them current while the returned guard lives:
+/// for `run`. Events about modules go to rekon's own Pod through `client`.
+pub async fn serve(dir: Option<&Path>, args: &ModuleArgs, client: kube::Client) -> anyhow::Result<(Deciders, Watching)> {
+    let mut options = options(dir)?;
+    options.cache_dir = args.cache_dir.clone();
+    options.status_file = args.status_file.clone();
+    options.events = Some(client);
+    let modules = Modules::open(options).await?;
+    let watching = modules.watch(WatchOptions {
+        rescan: Duration::from_secs(args.rescan_seconds.max(1)),
+        ..WatchOptions::default()
+    })?;
+    Ok((deciders(&modules), watching))
 }

@@ -73,9 +73,9 @@ pub mod v0_1_0 {
         });
     }
 
-    pub use shared::rekon::reconcile::{log, types};
-    pub use pvc::exports::rekon::reconcile::pvc_decider;
     pub use claim::exports::rekon::reconcile::claim_decider;
+    pub use pvc::exports::rekon::reconcile::pvc_decider;
+    pub use shared::rekon::reconcile::{log, types};
 
     rekon_guest::impl_contract_conversions!(
         types = shared::rekon::reconcile::types,

@@ -102,7 +102,8 @@ fn guest_info(guest: &rekon_runtime::GuestPre) -> GuestInfo {
     }
 }
 
-fn guest_error(key: &str, err: rekon_runtime::RuntimeError) -> DecideError {
+/// A runtime failure as the controllers see it, naming the key.
+pub fn guest_error(key: &str, err: rekon_runtime::RuntimeError) -> DecideError {
     use crate::observe::DecisionFailure;
     use rekon_runtime::Failure;
     let failure = match &err.failure {
@@ -118,6 +119,24 @@ fn guest_error(key: &str, err: rekon_runtime::RuntimeError) -> DecideError {
     }
 }
 
+/// Runs a guest call from async code.
+///
+/// Sync WASI (a guest writing to stderr: its panic message, typically) blocks
+/// on the ambient tokio runtime, which panics on a runtime worker thread. The
+/// call runs directly first, at no cost; one that hit this runs again with the
+/// worker handed off (`block_in_place`). Decisions are pure, so the second run
+/// decides the same.
+pub fn guest_call<R>(call: impl Fn() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&call)) {
+        Ok(result) => result,
+        Err(panic) => match Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(call),
+            _ => std::panic::resume_unwind(panic),
+        },
+    }
+}
+
 /// A loaded component decides (a fresh, limited store per decision).
 impl PvcDecider for rekon_runtime::GuestPre {
     fn info(&self) -> GuestInfo {
@@ -125,7 +144,7 @@ impl PvcDecider for rekon_runtime::GuestPre {
     }
 
     fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
-        self.decide_pvc(input).map_err(|e| guest_error(key, e))
+        guest_call(|| self.decide_pvc(input.clone())).map_err(|e| guest_error(key, e))
     }
 }
 
@@ -135,11 +154,11 @@ impl ClaimDecider for rekon_runtime::GuestPre {
     }
 
     fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        rekon_runtime::GuestPre::decide_pod(self, input).map_err(|e| guest_error(key, e))
+        guest_call(|| rekon_runtime::GuestPre::decide_pod(self, input.clone())).map_err(|e| guest_error(key, e))
     }
 
     fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        rekon_runtime::GuestPre::decide_claim(self, input).map_err(|e| guest_error(key, e))
+        guest_call(|| rekon_runtime::GuestPre::decide_claim(self, input.clone())).map_err(|e| guest_error(key, e))
     }
 }
 

@@ -120,3 +120,32 @@ impl Health {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_standby_with_loaded_guests_is_ready() {
+        let health = Health::new();
+        assert!(!health.readiness().is_ready(), "starting");
+        health.set_standby();
+        let readiness = health.readiness();
+        assert!(!readiness.is_ready());
+        assert!(readiness.to_string().contains("[-]guests failed: decision modules not loaded"), "{readiness}");
+        health.set_guests_loaded(true);
+        let readiness = health.readiness();
+        assert!(readiness.is_ready(), "{readiness}");
+        assert_eq!(readiness.to_string(), "[+]guests ok\n[+]leader-or-standby ok\nreadyz check ok\n");
+    }
+
+    #[test]
+    fn a_stopping_replica_is_not_ready() {
+        let health = Health::new();
+        health.set_guests_loaded(true);
+        health.set_standby();
+        health.set_stopping();
+        assert_eq!(health.role_name(), "stopping");
+        assert!(health.readiness().to_string().contains("[-]leader-or-standby failed: shutting down"));
+    }
+}

@@ -20,13 +20,37 @@ pub struct Supervision {
     pub shutdown_grace: Duration,
 }
 
+/// A running host that is stopped even if the supervising future is dropped
+/// (cancelled): its workers then take no new key.
+struct Running(Option<Host>);
+
+impl Running {
+    async fn shutdown(mut self, grace: Duration) {
+        if let Some(host) = self.0.take() {
+            host.shutdown(grace).await;
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(host) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(host.shutdown(Duration::ZERO));
+        }
+    }
+}
+
 impl Supervision {
-    fn started(&self, host: &Host) {
+    fn start(&self, start: &impl Fn() -> Host) -> Running {
+        let host = start();
         self.metrics.watch_claim_controller(host.resource_claim.clone());
         self.health.set_leading(host.ctx.clone());
+        Running(Some(host))
     }
 
-    async fn stop(&self, host: Host) {
+    async fn stop(&self, host: Running) {
         self.health.set_stopping();
         tracing::info!(grace = ?self.shutdown_grace, "shutting down: finishing reconciles in flight");
         host.shutdown(self.shutdown_grace).await;
@@ -35,8 +59,7 @@ impl Supervision {
     /// Runs the controllers until `shutdown` resolves (single replica, or
     /// leader election disabled).
     pub async fn run(&self, start: impl Fn() -> Host, shutdown: impl Future<Output = ()>) {
-        let host = start();
-        self.started(&host);
+        let host = self.start(&start);
         shutdown.await;
         self.stop(host).await;
     }
@@ -65,8 +88,7 @@ impl Supervision {
                 _ = elector.acquire() => {}
             }
             self.metrics.set_leader(&lease, true);
-            let host = start();
-            self.started(&host);
+            let host = self.start(&start);
             tracing::info!(%lease, "leading: controllers started");
             tokio::select! {
                 lost = elector.hold() => {

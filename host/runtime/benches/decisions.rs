@@ -42,7 +42,8 @@ fn sample<I: Clone, O>(input: &I, mut run: impl FnMut(I) -> O) -> Stats {
     }
     let mut samples = Vec::with_capacity(MAX_SAMPLES);
     let started = Instant::now();
-    while samples.len() < MAX_SAMPLES && (samples.len() < MIN_SAMPLES || started.elapsed() < BUDGET) {
+    while samples.len() < MAX_SAMPLES && (samples.len() < MIN_SAMPLES || started.elapsed() < BUDGET)
+    {
         let input = input.clone();
         let t0 = Instant::now();
         let output = black_box(run(black_box(input)));
@@ -94,7 +95,10 @@ fn load(engine: &Engine, stem: &str, world: World) -> GuestPre {
 
 fn main() {
     // `cargo bench --bench decisions -- pvc` runs only the cases whose name contains "pvc".
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_default();
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
     let engine = Engine::new(EngineConfig::default()).expect("engine");
     let pvc = load(&engine, "rekon_guest_pvc_protection", World::PvcProtection);
     let claim = load(&engine, "rekon_guest_resource_claim", World::ResourceClaim);
@@ -104,7 +108,11 @@ fn main() {
     println!("|----------------|-------:|-------:|");
     for (name, guest) in [("pvc-protection", &pvc), ("resource-claim", &claim)] {
         let stats = sample(&(), |()| guest.instantiate().expect("instantiate"));
-        println!("| {name:<14} | {:>6} | {:>6} |", us(stats.p50), us(stats.p99));
+        println!(
+            "| {name:<14} | {:>6} | {:>6} |",
+            us(stats.p50),
+            us(stats.p99)
+        );
     }
 
     println!();
@@ -113,25 +121,43 @@ fn main() {
         "| decision           |     N | wasm p50 µs | wasm p99 µs | native p50 µs | native p99 µs | wasm/native p50 |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    for n in SIZES.into_iter().filter(|_| "pvc decide".contains(filter.as_str())) {
+    for n in SIZES
+        .into_iter()
+        .filter(|_| "pvc decide".contains(filter.as_str()))
+    {
         let input = common::unused_deleting_pvc(n);
         let wasm = sample(&input, |i| pvc.decide_pvc(i).expect("pvc decide"));
         let native = sample(&input, |i| pvc_logic::decide(&i));
-        check_same(&pvc.decide_pvc(input.clone()).unwrap(), &pvc_logic::decide(&input));
+        check_same(
+            &pvc.decide_pvc(input.clone()).unwrap(),
+            &pvc_logic::decide(&input),
+        );
         row("pvc decide", n, &wasm, &native);
     }
-    for n in SIZES.into_iter().filter(|_| "claim decide-claim".contains(filter.as_str())) {
+    for n in SIZES
+        .into_iter()
+        .filter(|_| "claim decide-claim".contains(filter.as_str()))
+    {
         let input = common::claim_with_reservations(n);
         let wasm = sample(&input, |i| claim.decide_claim(i).expect("decide-claim"));
         let native = sample(&input, |i| claim_logic::decide_claim(&i));
-        check_same(&claim.decide_claim(input.clone()).unwrap(), &claim_logic::decide_claim(&input));
+        check_same(
+            &claim.decide_claim(input.clone()).unwrap(),
+            &claim_logic::decide_claim(&input),
+        );
         row("claim decide-claim", n, &wasm, &native);
     }
-    for n in SIZES.into_iter().filter(|_| "pod decide-pod".contains(filter.as_str())) {
+    for n in SIZES
+        .into_iter()
+        .filter(|_| "pod decide-pod".contains(filter.as_str()))
+    {
         let input = common::pod_with_template_claims(n);
         let wasm = sample(&input, |i| claim.decide_pod(i).expect("decide-pod"));
         let native = sample(&input, |i| claim_logic::decide_pod(&i));
-        check_same(&claim.decide_pod(input.clone()).unwrap(), &claim_logic::decide_pod(&input));
+        check_same(
+            &claim.decide_pod(input.clone()).unwrap(),
+            &claim_logic::decide_pod(&input),
+        );
         row("pod decide-pod", n, &wasm, &native);
     }
 }

@@ -13,7 +13,9 @@ impl Engine {
     /// caches key their entries by it.
     pub fn compatibility_hash(&self) -> String {
         let mut hasher = Sha256Hasher(Sha256::new());
-        self.wasmtime().precompile_compatibility_hash().hash(&mut hasher);
+        self.wasmtime()
+            .precompile_compatibility_hash()
+            .hash(&mut hasher);
         hex::encode(hasher.0.finalize())
     }
 }

@@ -43,7 +43,9 @@ pub enum Failure {
 }
 
 fn key_suffix(key: &Option<String>) -> String {
-    key.as_ref().map(|k| format!(" (key {k})")).unwrap_or_default()
+    key.as_ref()
+        .map(|k| format!(" (key {k})"))
+        .unwrap_or_default()
 }
 
 fn stderr_suffix(stderr: &str) -> String {
@@ -52,6 +54,14 @@ fn stderr_suffix(stderr: &str) -> String {
     } else {
         format!("; guest stderr: {stderr}")
     }
+}
+
+/// The error and its causes on one line, for logs.
+fn one_line(err: &wasmtime::Error) -> String {
+    err.chain()
+        .map(|cause| cause.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 impl RuntimeError {
@@ -147,7 +157,7 @@ impl GuestPre {
             Failure::DeadlineExceeded(self.limits().deadline)
         } else {
             match phase {
-                Phase::Instantiate => Failure::Instantiate(format!("{err:?}")),
+                Phase::Instantiate => Failure::Instantiate(one_line(&err)),
                 Phase::Call => Failure::Trap {
                     message: match err.downcast_ref::<Trap>() {
                         Some(trap) => trap.to_string(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rekon_contract::current::log;
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::limits::Limits;
 use crate::state::DecisionState;
@@ -31,7 +31,8 @@ pub enum EngineError {
 /// largest memory any guest may be granted.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Component instances alive at once (one per decision in flight).
+    /// Component instances alive at once (one per decision in flight). A
+    /// decision beyond this fails to instantiate (and its key is retried).
     pub max_concurrent_decisions: u32,
     /// The upper bound of every guest's memory cap; [`Limits`] can only be lower.
     pub max_memory_bytes: usize,
@@ -68,7 +69,8 @@ struct Inner {
 
 impl Engine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
-        let wasmtime = wasmtime::Engine::new(&wasmtime_config(&config)).map_err(EngineError::Config)?;
+        let wasmtime =
+            wasmtime::Engine::new(&wasmtime_config(&config)).map_err(EngineError::Config)?;
         let linker = host_linker(&wasmtime).map_err(EngineError::Link)?;
         let ticker = EpochTicker::start(wasmtime.clone()).map_err(EngineError::Ticker)?;
         Ok(Self {
@@ -115,11 +117,17 @@ fn wasmtime_config(config: &EngineConfig) -> Config {
         .max_core_instances_per_component(16)
         .max_memories_per_component(4)
         .max_tables_per_component(8)
-        .max_memory_size(config.max_memory_bytes)
-        .linear_memory_keep_resident(std::env::var("KR").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
-        .table_keep_resident(std::env::var("KR").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
-        .decommit_batch_size(std::env::var("DB").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
-        .pagemap_scan(if std::env::var("PMS").is_ok() { wasmtime::Enabled::Auto } else { wasmtime::Enabled::No });
+        .max_memory_size(config.max_memory_bytes);
+    // Resetting a memory slot with madvise makes the next decision page-fault
+    // every page it touches again (~40% of a small decision). With PAGEMAP_SCAN
+    // (Linux 6.7+) wasmtime finds the dirty pages and memsets just those
+    // instead; without it "keep resident" would memset the whole region, which
+    // costs more than the faults, so it stays off.
+    if pagemap_scan_supported() {
+        pool.pagemap_scan(Enabled::Auto)
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(KEEP_RESIDENT);
+    }
 
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
@@ -127,6 +135,27 @@ fn wasmtime_config(config: &EngineConfig) -> Config {
         .memory_init_cow(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     wasm
+}
+
+/// Bytes of each memory and table slot reset in place rather than decommitted.
+const KEEP_RESIDENT: usize = 1 << 20;
+
+/// The running kernel has the `PAGEMAP_SCAN` ioctl (Linux 6.7 or later).
+fn pagemap_scan_supported() -> bool {
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
+        return false;
+    };
+    let mut parts = release
+        .trim()
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (6, 7),
+        _ => false,
+    }
 }
 
 /// WASI p2 with nothing granted (the per-store context decides what is visible)
@@ -148,15 +177,17 @@ struct EpochTicker {
 impl EpochTicker {
     fn start(engine: wasmtime::Engine) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::Builder::new().name("rekon-epoch".into()).spawn({
-            let stop = stop.clone();
-            move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
+        let thread = std::thread::Builder::new()
+            .name("rekon-epoch".into())
+            .spawn({
+                let stop = stop.clone();
+                move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(EPOCH_TICK);
+                        engine.increment_epoch();
+                    }
                 }
-            }
-        })?;
+            })?;
         Ok(Self {
             stop,
             thread: Some(thread),

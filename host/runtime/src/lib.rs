@@ -38,10 +38,3 @@ pub use id::GuestId;
 pub use limits::Limits;
 pub use load::{GuestLoader, LoadError};
 pub use world::{Decision, UnknownDecision, World};
-
-impl Engine {
-    /// Starts loading a guest into this engine.
-    pub fn loader(&self) -> GuestLoader<'_> {
-        GuestLoader::new(self)
-    }
-}

@@ -97,8 +97,8 @@ mod tests {
 
     #[test]
     fn deadline_ticks_round_up_and_add_one() {
-        let limits = |ms| Limits {
-            deadline: Duration::from_micros(ms),
+        let limits = |micros| Limits {
+            deadline: Duration::from_micros(micros),
             memory_bytes: 0,
         };
         assert_eq!(limits(100_000).deadline_ticks(), 101);

@@ -25,7 +25,7 @@ pub enum LoadError {
          (`cargo build --target wasm32-wasip2`) or wrap it with `wasm-tools component new`"
     )]
     CoreModule { origin: String },
-    #[error("{origin}: is a precompiled module (.cwasm); load it as precompiled")]
+    #[error("{origin}: is a precompiled module (.cwasm); load it with GuestLoader::precompiled")]
     Precompiled { origin: String },
     #[error("{origin}: not a valid WebAssembly component: {source}")]
     Compile {
@@ -43,9 +43,13 @@ pub enum LoadError {
         /// What was looked for, e.g. "rekon:reconcile/pvc-decider@0.1.0".
         expected: String,
     },
-    #[error("{origin}: exports both the pvc-protection and resource-claim worlds; say which to load")]
+    #[error(
+        "{origin}: exports both the pvc-protection and resource-claim worlds; say which to load"
+    )]
     AmbiguousWorld { origin: String },
-    #[error("{origin}: cannot be linked (it imports something the host does not provide): {source}")]
+    #[error(
+        "{origin}: cannot be linked (it imports something the host does not provide): {source}"
+    )]
     Link {
         origin: String,
         source: wasmtime::Error,
@@ -74,6 +78,13 @@ fn supported_versions() -> String {
         .join(", ")
 }
 
+impl Engine {
+    /// Starts loading a guest into this engine.
+    pub fn loader(&self) -> GuestLoader<'_> {
+        GuestLoader::new(self)
+    }
+}
+
 /// Builds a [`GuestPre`]: `engine.loader().world(World::PvcProtection).file(path)`.
 pub struct GuestLoader<'e> {
     engine: &'e Engine,
@@ -82,7 +93,7 @@ pub struct GuestLoader<'e> {
 }
 
 impl<'e> GuestLoader<'e> {
-    pub(crate) fn new(engine: &'e Engine) -> Self {
+    fn new(engine: &'e Engine) -> Self {
         Self {
             engine,
             world: None,
@@ -119,7 +130,12 @@ impl<'e> GuestLoader<'e> {
 
     /// Loads a component (binary, or WAT text) held in memory.
     pub fn bytes(self, name: &str, bytes: &[u8]) -> Result<GuestPre, LoadError> {
-        self.load(name.to_owned(), GuestId::of(name, bytes), bytes, Format::Component)
+        self.load(
+            name.to_owned(),
+            GuestId::of(name, bytes),
+            bytes,
+            Format::Component,
+        )
     }
 
     /// Loads a component precompiled by [`Engine::precompile`] (a `.cwasm`).
@@ -129,7 +145,12 @@ impl<'e> GuestLoader<'e> {
     /// The bytes must come from [`Engine::precompile`] of a compatible engine and
     /// be trusted: wasmtime maps them as executable code without validation.
     pub unsafe fn precompiled(self, name: &str, bytes: &[u8]) -> Result<GuestPre, LoadError> {
-        self.load(name.to_owned(), GuestId::of(name, bytes), bytes, Format::Precompiled)
+        self.load(
+            name.to_owned(),
+            GuestId::of(name, bytes),
+            bytes,
+            Format::Precompiled,
+        )
     }
 
     fn load(
@@ -162,7 +183,10 @@ impl<'e> GuestLoader<'e> {
             origin: origin.clone(),
             source,
         };
-        let pre = engine.linker().instantiate_pre(&component).map_err(link_err)?;
+        let pre = engine
+            .linker()
+            .instantiate_pre(&component)
+            .map_err(link_err)?;
         let bound = match (world, version.version) {
             (World::PvcProtection, "0.1.0") => {
                 Bound::PvcV0_1(v0_1_0::pvc::PvcProtectionPre::new(pre).map_err(link_err)?)
@@ -173,7 +197,14 @@ impl<'e> GuestLoader<'e> {
             (_, other) => unreachable!("version {other} is listed as supported but not bound"),
         };
         tracing::debug!(guest = %id, %world, version = version.version, "guest loaded");
-        Ok(GuestPre::new(id, world, *version, self.limits, bound, engine.clone()))
+        Ok(GuestPre::new(
+            id,
+            world,
+            *version,
+            self.limits,
+            bound,
+            engine.clone(),
+        ))
     }
 }
 
@@ -237,7 +268,9 @@ fn detect_world(
         .exports(engine.wasmtime())
         .map(|(name, _)| name.to_owned())
         .collect();
-    let worlds = wanted.as_ref().map_or(&World::ALL[..], std::slice::from_ref);
+    let worlds = wanted
+        .as_ref()
+        .map_or(&World::ALL[..], std::slice::from_ref);
     let found: Vec<(World, &'static ContractVersion)> = SUPPORTED_VERSIONS
         .iter()
         .flat_map(|v| worlds.iter().map(move |w| (*w, v)))
@@ -276,8 +309,14 @@ mod tests {
 
     #[test]
     fn classifies_by_preamble() {
-        assert_eq!(classify(&wat::parse_str("(module)").unwrap()), Binary::CoreModule);
-        assert_eq!(classify(&wat::parse_str("(component)").unwrap()), Binary::Component);
+        assert_eq!(
+            classify(&wat::parse_str("(module)").unwrap()),
+            Binary::CoreModule
+        );
+        assert_eq!(
+            classify(&wat::parse_str("(component)").unwrap()),
+            Binary::Component
+        );
         assert_eq!(classify(b"(component)"), Binary::Other);
         assert_eq!(classify(b""), Binary::Other);
     }

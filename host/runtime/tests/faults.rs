@@ -53,10 +53,16 @@ fn endless_loop_hits_the_deadline() {
         matches!(err.failure, Failure::DeadlineExceeded(d) if d == deadline),
         "{err}"
     );
-    assert!(took >= deadline, "stopped after {took:?}, before the deadline");
+    assert!(
+        took >= deadline,
+        "stopped after {took:?}, before the deadline"
+    );
     assert!(took < Duration::from_secs(2), "stopped only after {took:?}");
     let message = err.to_string();
-    assert!(message.starts_with("guest rekon_guest_misbehaving@sha256:"), "{message}");
+    assert!(
+        message.starts_with("guest rekon_guest_misbehaving@sha256:"),
+        "{message}"
+    );
     assert!(message.contains("(key default/loop)"), "{message}");
     assert!(message.contains("deadline of 20ms exceeded"), "{message}");
     assert_still_serves(&guest);
@@ -123,8 +129,17 @@ fn a_pvc_guest_does_not_answer_claim_decisions() {
         .decide_claim(common::claim_with_reservations(1))
         .unwrap_err();
     assert!(
-        matches!(err.failure, Failure::WrongWorld { world: World::PvcProtection, .. }),
+        matches!(
+            err.failure,
+            Failure::WrongWorld {
+                world: World::PvcProtection,
+                ..
+            }
+        ),
         "{err}"
     );
-    assert!(err.to_string().contains("does not export `decide-claim`"), "{err}");
+    assert!(
+        err.to_string().contains("does not export `decide-claim`"),
+        "{err}"
+    );
 }

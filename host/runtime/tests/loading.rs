@@ -38,7 +38,10 @@ fn core_module_is_rejected_with_a_build_hint() {
 
 #[test]
 fn empty_component_exports_nothing() {
-    let err = engine().loader().bytes("empty", b"(component)").unwrap_err();
+    let err = engine()
+        .loader()
+        .bytes("empty", b"(component)")
+        .unwrap_err();
     assert!(matches!(err, LoadError::NoSupportedWorld { .. }), "{err}");
     assert_eq!(
         err.to_string(),
@@ -109,11 +112,20 @@ fn garbage_and_missing_files_name_the_file() {
     let (_dir, path) = write_temp("junk.wasm", b"\0asm\x0d\0\x01\0garbage");
     let err = engine().loader().file(&path).unwrap_err();
     assert!(matches!(err, LoadError::Compile { .. }), "{err}");
-    assert!(err.to_string().starts_with(&format!("{}: not a valid WebAssembly component", path.display())));
+    assert!(err.to_string().starts_with(&format!(
+        "{}: not a valid WebAssembly component",
+        path.display()
+    )));
 
-    let err = engine().loader().file("/nonexistent/guest.wasm").unwrap_err();
+    let err = engine()
+        .loader()
+        .file("/nonexistent/guest.wasm")
+        .unwrap_err();
     assert!(matches!(err, LoadError::Read { .. }), "{err}");
-    assert!(err.to_string().starts_with("/nonexistent/guest.wasm: cannot read"));
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/guest.wasm: cannot read")
+    );
 }
 
 #[test]

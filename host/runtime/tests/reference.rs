@@ -5,9 +5,9 @@ mod common;
 
 use common::*;
 use rekon_contract::model::*;
-use rekon_runtime::testing::{GuestHarness, built_guest};
 use rekon_guest_pvc_protection::logic as pvc_logic;
 use rekon_guest_resource_claim::logic as claim_logic;
+use rekon_runtime::testing::{GuestHarness, built_guest};
 
 fn pvc_inputs() -> Vec<PvcInput> {
     let mut without_finalizer = pvc("fresh", false);
@@ -89,7 +89,12 @@ fn resource_claim_matches_native_logic() {
     owned.owner_pod = Some(done_owner);
     let mut unknown = claim_with_reservations(2);
     unknown.reservations[0].pod = PodLookup::Unknown;
-    for input in [claim_with_reservations(1), claim_with_reservations(6), owned, unknown] {
+    for input in [
+        claim_with_reservations(1),
+        claim_with_reservations(6),
+        owned,
+        unknown,
+    ] {
         assert_eq!(
             guest.decide_claim(input.clone()).unwrap(),
             claim_logic::decide_claim(&input),

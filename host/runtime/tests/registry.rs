@@ -11,9 +11,18 @@ fn publish_swaps_in_same_world_guests_only() {
         ..EngineConfig::default()
     })
     .unwrap();
-    let pvc = engine.loader().file(built_guest("rekon_guest_pvc_protection")).unwrap();
-    let misbehaving = engine.loader().file(built_guest("rekon_guest_misbehaving")).unwrap();
-    let claim = engine.loader().file(built_guest("rekon_guest_resource_claim")).unwrap();
+    let pvc = engine
+        .loader()
+        .file(built_guest("rekon_guest_pvc_protection"))
+        .unwrap();
+    let misbehaving = engine
+        .loader()
+        .file(built_guest("rekon_guest_misbehaving"))
+        .unwrap();
+    let claim = engine
+        .loader()
+        .file(built_guest("rekon_guest_resource_claim"))
+        .unwrap();
 
     let slot = GuestSlot::new(pvc.clone());
     assert_eq!(slot.world(), World::PvcProtection);

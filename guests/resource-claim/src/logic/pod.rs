@@ -67,8 +67,10 @@ impl PodClaimError {
 pub fn decide_pod(input: &PodInput) -> PodDecision {
     let pod = &input.pod;
     let mut decision = PodDecision::default();
-    // No claims are ever created (or reserved) for a deleting pod.
-    if pod.meta.is_deleting() {
+    // No claims are ever created (or reserved) for a deleting pod. Deviation:
+    // nor for a done pod — it never runs again, and re-creating the generated
+    // claim that the claim sync deletes for done pods would loop forever.
+    if pod.meta.is_deleting() || pod.is_done() {
         return decision;
     }
 

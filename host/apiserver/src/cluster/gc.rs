@@ -35,10 +35,15 @@ pub async fn run(store: Store, shutdown: CancellationToken) {
 
 /// One pass over all objects.
 pub fn sweep(store: &Store) {
-    let objects: Vec<(ObjectKey, Value)> =
-        store.read(|objs| objs.iter_all().map(|(k, v)| (k.clone(), v.clone())).collect());
-    let by_uid: HashMap<&str, (&ObjectKey, &Value)> =
-        objects.iter().map(|(k, v)| (meta::uid(v), (k, v))).collect();
+    let objects: Vec<(ObjectKey, Value)> = store.read(|objs| {
+        objs.iter_all()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    });
+    let by_uid: HashMap<&str, (&ObjectKey, &Value)> = objects
+        .iter()
+        .map(|(k, v)| (meta::uid(v), (k, v)))
+        .collect();
     let owner_present = |dependent: &ObjectKey, reference: &Value| {
         let uid = reference.get("uid").and_then(Value::as_str).unwrap_or("");
         by_uid.get(uid).is_some_and(|(owner_key, _)| {
@@ -48,7 +53,10 @@ pub fn sweep(store: &Store) {
 
     for (key, obj) in &objects {
         let refs = meta::owner_references(obj);
-        if !refs.is_empty() && !meta::is_deleting(obj) && !refs.iter().any(|r| owner_present(key, r)) {
+        if !refs.is_empty()
+            && !meta::is_deleting(obj)
+            && !refs.iter().any(|r| owner_present(key, r))
+        {
             delete(store, key, obj, PropagationPolicy::Background);
         }
     }
@@ -57,7 +65,11 @@ pub fn sweep(store: &Store) {
         let owner_uid = meta::uid(owner);
         let dependents: Vec<&(ObjectKey, Value)> = objects
             .iter()
-            .filter(|(_, d)| meta::owner_references(d).iter().any(|r| r["uid"] == owner_uid))
+            .filter(|(_, d)| {
+                meta::owner_references(d)
+                    .iter()
+                    .any(|r| r["uid"] == owner_uid)
+            })
             .collect();
         let finalizers = meta::finalizers(owner);
         if finalizers.iter().any(|f| f == ORPHAN_FINALIZER) {
@@ -126,7 +138,10 @@ fn modify(store: &Store, key: &ObjectKey, obj: &Value, change: impl FnOnce(&mut 
 
 fn remove_finalizer(store: &Store, key: &ObjectKey, obj: &Value, finalizer: &str) {
     modify(store, key, obj, |o| {
-        let kept: Vec<String> = meta::finalizers(o).into_iter().filter(|f| f != finalizer).collect();
+        let kept: Vec<String> = meta::finalizers(o)
+            .into_iter()
+            .filter(|f| f != finalizer)
+            .collect();
         meta::set_finalizers(o, &kept);
     });
 }

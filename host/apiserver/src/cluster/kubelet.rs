@@ -27,7 +27,10 @@ pub async fn run(store: Store, mode: KubeletMode, shutdown: CancellationToken) {
                 .filter(|(_, pod)| {
                     meta::is_deleting(pod)
                         && meta::deletion_grace_period(pod).unwrap_or(0) > 0
-                        && pod.pointer("/spec/nodeName").and_then(|n| n.as_str()).is_some_and(|n| !n.is_empty())
+                        && pod
+                            .pointer("/spec/nodeName")
+                            .and_then(|n| n.as_str())
+                            .is_some_and(|n| !n.is_empty())
                 })
                 .map(|(key, pod)| (key.clone(), meta::uid(pod).to_string()))
                 .collect::<Vec<_>>()

@@ -26,13 +26,22 @@ pub enum KubeletMode {
     Delay(Duration),
 }
 
-pub fn spawn(store: &Store, garbage_collector: bool, kubelet: KubeletMode, shutdown: &CancellationToken) -> Vec<JoinHandle<()>> {
+pub fn spawn(
+    store: &Store,
+    garbage_collector: bool,
+    kubelet: KubeletMode,
+    shutdown: &CancellationToken,
+) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
     if garbage_collector {
         tasks.push(tokio::spawn(gc::run(store.clone(), shutdown.clone())));
     }
     if kubelet != KubeletMode::Off {
-        tasks.push(tokio::spawn(kubelet::run(store.clone(), kubelet, shutdown.clone())));
+        tasks.push(tokio::spawn(kubelet::run(
+            store.clone(),
+            kubelet,
+            shutdown.clone(),
+        )));
     }
     tasks
 }

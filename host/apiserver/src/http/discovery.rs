@@ -7,7 +7,16 @@ use serde_json::{Value, json};
 
 use crate::resources::{self, ResourceId};
 
-const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 pub fn version() -> Value {
@@ -74,7 +83,11 @@ fn resource_entry(id: ResourceId) -> Vec<Value> {
     if !info.short_names.is_empty() {
         main["shortNames"] = json!(info.short_names);
     }
-    if matches!(info.kind, "Pod" | "PersistentVolumeClaim" | "ConfigMap" | "Event") && info.group.is_empty() {
+    if matches!(
+        info.kind,
+        "Pod" | "PersistentVolumeClaim" | "ConfigMap" | "Event"
+    ) && info.group.is_empty()
+    {
         main["categories"] = json!(["all"]);
     }
     let mut entries = vec![main];
@@ -97,7 +110,11 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     if ids.is_empty() {
         return None;
     }
-    let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     let entries: Vec<Value> = ids.into_iter().flat_map(resource_entry).collect();
     Some(json!({
         "kind": "APIResourceList",
@@ -114,12 +131,23 @@ mod tests {
     #[test]
     fn core_list_has_pods_with_short_name_and_status() {
         let list = resource_list("", "v1").unwrap();
-        let names: Vec<&str> = list["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
         assert!(names.contains(&"pods") && names.contains(&"pods/status"));
         let pods = &list["resources"][names.iter().position(|n| *n == "pods").unwrap()];
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert!(resource_list("nope", "v1").is_none());
         let groups = group_list();
-        assert!(groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "resource.k8s.io"));
+        assert!(
+            groups["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["name"] == "resource.k8s.io")
+        );
     }
 }

@@ -23,13 +23,21 @@ use crate::watch::{self, DEFAULT_WATCH_TIMEOUT, WatchRequest};
 pub fn json_response(code: StatusCode, value: &Value) -> Response {
     let body = serde_json::to_vec(value).unwrap_or_default();
     let mut response = (code, body).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
-pub async fn handle(app: Arc<App>, method: Method, uri: &http::Uri, headers: HeaderMap, params: Params, body: Bytes) -> Response {
+pub async fn handle(
+    app: Arc<App>,
+    method: Method,
+    uri: &http::Uri,
+    headers: HeaderMap,
+    params: Params,
+    body: Bytes,
+) -> Response {
     match dispatch(&app, &method, uri, &headers, &params, &body).await {
         Ok(response) => response,
         Err(err) => {
@@ -67,11 +75,15 @@ async fn dispatch(
 ) -> Result<Response, ApiError> {
     let path = path::parse(uri.path())?;
     if params.non_empty("dryRun").is_some() {
-        return Err(ApiError::bad_request("dryRun is not supported by the rekon embedded API server"));
+        return Err(ApiError::bad_request(
+            "dryRun is not supported by the rekon embedded API server",
+        ));
     }
     let info = path.resource.info();
     let verb = verb_of(method, &path, params)?;
-    let decision = app.faults.before_request(verb, info, path.name.as_deref().unwrap_or(""));
+    let decision = app
+        .faults
+        .before_request(verb, info, path.name.as_deref().unwrap_or(""));
     if !decision.latency.is_zero() {
         tokio::time::sleep(decision.latency).await;
     }
@@ -87,19 +99,25 @@ async fn dispatch(
     };
     let write_options = || WriteOptions {
         field_manager: params.non_empty("fieldManager").map(str::to_string),
-        default_manager: params::default_manager(headers),
+        default_manager: Some(params::default_manager(headers)),
         force: params.flag("force"),
     };
     match verb {
         Verb::Get => {
-            let obj = app.store.get(path.resource, &namespace, path.name.as_deref().unwrap_or(""))?;
+            let obj = app.store.get(
+                path.resource,
+                &namespace,
+                path.name.as_deref().unwrap_or(""),
+            )?;
             Ok(json_response(StatusCode::OK, &obj))
         }
         Verb::List => list(app, &path, info, params).await,
         Verb::Watch => watch(app, &path, info, params).await,
         Verb::Create => {
             let obj = params::parse_object_body(headers, body)?;
-            let created = app.store.create(path.resource, &namespace, obj, &write_options())?;
+            let created = app
+                .store
+                .create(path.resource, &namespace, obj, &write_options())?;
             Ok(json_response(StatusCode::CREATED, &created))
         }
         Verb::Update => {
@@ -108,11 +126,20 @@ async fn dispatch(
             Ok(json_response(StatusCode::OK, &updated))
         }
         Verb::Patch => {
-            let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let content_type = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             let patch_type = PatchType::from_content_type(content_type)?;
             let patch = patch::parse_body(patch_type, body)?;
-            let outcome = app.store.patch(&target(), patch_type, &patch, &write_options())?;
-            let code = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
+            let outcome = app
+                .store
+                .patch(&target(), patch_type, &patch, &write_options())?;
+            let code = if outcome.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
             Ok(json_response(code, &outcome.object))
         }
         Verb::Delete if path.name.is_none() => delete_collection(app, &path, info, params, body),
@@ -121,11 +148,19 @@ async fn dispatch(
             let outcome = app.store.delete(&target(), &opts)?;
             Ok(match outcome {
                 DeleteOutcome::Deleting(obj) => {
-                    let code = if opts.orphan_dependents == Some(false) { StatusCode::ACCEPTED } else { StatusCode::OK };
+                    let code = if opts.orphan_dependents == Some(false) {
+                        StatusCode::ACCEPTED
+                    } else {
+                        StatusCode::OK
+                    };
                     json_response(code, &obj)
                 }
-                DeleteOutcome::Deleted(obj) if info.returns_deleted_object => json_response(StatusCode::OK, &obj),
-                DeleteOutcome::Deleted(obj) => json_response(StatusCode::OK, &delete_success(info, &obj)),
+                DeleteOutcome::Deleted(obj) if info.returns_deleted_object => {
+                    json_response(StatusCode::OK, &obj)
+                }
+                DeleteOutcome::Deleted(obj) => {
+                    json_response(StatusCode::OK, &delete_success(info, &obj))
+                }
             })
         }
     }
@@ -145,24 +180,44 @@ fn delete_success(info: &ResourceInfo, obj: &Value) -> Value {
 }
 
 /// A resourceVersion newer than the server's: wait a little for it, then 504 (row 20).
-async fn wait_for_requested_rv(app: &App, requested: Option<&str>) -> Result<Option<u64>, ApiError> {
+async fn wait_for_requested_rv(
+    app: &App,
+    requested: Option<&str>,
+) -> Result<Option<u64>, ApiError> {
     let Some(text) = requested.filter(|rv| !rv.is_empty() && *rv != "0") else {
         return Ok(None);
     };
     let rv: u64 = text
         .parse()
         .map_err(|_| ApiError::bad_request(format!("invalid resource version: {text:?}")))?;
-    if rv > app.store.current_resource_version() && !app.store.wait_for_resource_version(rv, app.too_large_wait).await {
-        return Err(ApiError::too_large_resource_version(rv, app.store.current_resource_version()));
+    if rv > app.store.current_resource_version()
+        && !app
+            .store
+            .wait_for_resource_version(rv, app.too_large_wait)
+            .await
+    {
+        return Err(ApiError::too_large_resource_version(
+            rv,
+            app.store.current_resource_version(),
+        ));
     }
     Ok(Some(rv))
 }
 
 fn selectors(info: &ResourceInfo, params: &Params) -> Result<Selectors, ApiError> {
-    Selectors::parse(params.non_empty("labelSelector"), params.non_empty("fieldSelector"), info)
+    Selectors::parse(
+        params.non_empty("labelSelector"),
+        params.non_empty("fieldSelector"),
+        info,
+    )
 }
 
-async fn list(app: &App, path: &ResourcePath, info: &ResourceInfo, params: &Params) -> Result<Response, ApiError> {
+async fn list(
+    app: &App,
+    path: &ResourcePath,
+    info: &ResourceInfo,
+    params: &Params,
+) -> Result<Response, ApiError> {
     let opts = ListOptions {
         selectors: selectors(info, params)?,
         limit: params.number("limit")?.map(|l| l.max(0) as usize),
@@ -173,11 +228,18 @@ async fn list(app: &App, path: &ResourcePath, info: &ResourceInfo, params: &Para
     if opts.continue_token.is_none() {
         wait_for_requested_rv(app, opts.resource_version.as_deref()).await?;
     }
-    let list = app.store.list(path.resource, path.namespace.as_deref(), &opts)?;
+    let list = app
+        .store
+        .list(path.resource, path.namespace.as_deref(), &opts)?;
     Ok(json_response(StatusCode::OK, &list))
 }
 
-async fn watch(app: &App, path: &ResourcePath, info: &ResourceInfo, params: &Params) -> Result<Response, ApiError> {
+async fn watch(
+    app: &App,
+    path: &ResourcePath,
+    info: &ResourceInfo,
+    params: &Params,
+) -> Result<Response, ApiError> {
     let selectors = selectors(info, params)?;
     let start = wait_for_requested_rv(app, params.get("resourceVersion")).await?;
     if app.faults.compact_before_watch() {
@@ -193,28 +255,48 @@ async fn watch(app: &App, path: &ResourcePath, info: &ResourceInfo, params: &Par
         timeout: params.timeout()?.unwrap_or(DEFAULT_WATCH_TIMEOUT),
         bookmark_interval: app.bookmark_interval,
     };
-    let rx = watch::spawn(app.store.clone(), req, app.faults.clone(), app.shutdown.clone());
+    let rx = watch::spawn(
+        app.store.clone(),
+        req,
+        app.faults.clone(),
+        app.shutdown.clone(),
+    );
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), rx))
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, Infallible>(chunk), rx))
     });
     let mut response = Response::new(Body::from_stream(stream));
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     Ok(response)
 }
 
 /// DELETE on a collection: every selected object is deleted as by its own DELETE.
-fn delete_collection(app: &App, path: &ResourcePath, info: &ResourceInfo, params: &Params, body: &[u8]) -> Result<Response, ApiError> {
+fn delete_collection(
+    app: &App,
+    path: &ResourcePath,
+    info: &ResourceInfo,
+    params: &Params,
+    body: &[u8],
+) -> Result<Response, ApiError> {
     let opts = params::delete_options(params, body)?;
     let list_opts = ListOptions {
         selectors: selectors(info, params)?,
         ..Default::default()
     };
-    let list = app.store.list(path.resource, path.namespace.as_deref(), &list_opts)?;
+    let list = app
+        .store
+        .list(path.resource, path.namespace.as_deref(), &list_opts)?;
     let mut deleted = Vec::new();
     for item in list["items"].as_array().into_iter().flatten() {
-        let target = Target::new(path.resource, crate::meta::namespace(item), crate::meta::name(item));
+        let target = Target::new(
+            path.resource,
+            crate::meta::namespace(item),
+            crate::meta::name(item),
+        );
         match app.store.delete(&target, &opts) {
             Ok(DeleteOutcome::Deleting(obj) | DeleteOutcome::Deleted(obj)) => deleted.push(obj),
             Err(err) if err.is_not_found() => {}

@@ -37,22 +37,39 @@ pub struct App {
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/version", get(|| async { json_response(StatusCode::OK, &discovery::version()) }))
+        .route(
+            "/version",
+            get(|| async { json_response(StatusCode::OK, &discovery::version()) }),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }))
         .route(
             "/api",
             get(|State(app): State<Arc<App>>| async move {
-                json_response(StatusCode::OK, &discovery::core_versions(&app.server_address))
+                json_response(
+                    StatusCode::OK,
+                    &discovery::core_versions(&app.server_address),
+                )
             }),
         )
         .route(
             "/api/v1",
-            get(|| async { json_response(StatusCode::OK, &discovery::resource_list("", "v1").expect("core/v1 is served")) }),
+            get(|| async {
+                json_response(
+                    StatusCode::OK,
+                    &discovery::resource_list("", "v1").expect("core/v1 is served"),
+                )
+            }),
         )
-        .route("/apis", get(|| async { json_response(StatusCode::OK, &discovery::group_list()) }))
-        .route("/openapi/v3", get(|| async { json_response(StatusCode::OK, &openapi::root()) }))
+        .route(
+            "/apis",
+            get(|| async { json_response(StatusCode::OK, &discovery::group_list()) }),
+        )
+        .route(
+            "/openapi/v3",
+            get(|| async { json_response(StatusCode::OK, &openapi::root()) }),
+        )
         .route("/openapi/v3/{*path}", get(openapi_group_version))
         .route("/apis/{group}", get(group))
         .route("/apis/{group}/{version}", get(group_version))
@@ -67,7 +84,9 @@ async fn group(axum::extract::Path(group): axum::extract::Path<String>) -> Respo
     }
 }
 
-async fn group_version(axum::extract::Path((group, version)): axum::extract::Path<(String, String)>) -> Response {
+async fn group_version(
+    axum::extract::Path((group, version)): axum::extract::Path<(String, String)>,
+) -> Response {
     match discovery::resource_list(&group, &version) {
         Some(doc) => json_response(StatusCode::OK, &doc),
         None => ApiError::path_not_found(&format!("/apis/{group}/{version}")).into_response(),

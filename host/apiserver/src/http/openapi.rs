@@ -35,7 +35,8 @@ pub fn group_version(path: &str) -> Option<Value> {
         .into_iter()
         .find(|(g, v)| gv_path(g, v) == path)?;
     let mut paths = Map::new();
-    for id in resources::all().filter(|id| id.info().group == group && id.info().version == version) {
+    for id in resources::all().filter(|id| id.info().group == group && id.info().version == version)
+    {
         let info = id.info();
         let item = if info.namespaced {
             format!("/{path}/namespaces/{{namespace}}/{}/{{name}}", info.plural)
@@ -69,7 +70,12 @@ mod tests {
     #[test]
     fn documents_name_every_kind_with_field_validation() {
         let root = root();
-        assert!(root["paths"]["apis/coordination.k8s.io/v1"]["serverRelativeURL"].as_str().unwrap().starts_with("/openapi/v3/apis/coordination.k8s.io/v1?hash="));
+        assert!(
+            root["paths"]["apis/coordination.k8s.io/v1"]["serverRelativeURL"]
+                .as_str()
+                .unwrap()
+                .starts_with("/openapi/v3/apis/coordination.k8s.io/v1?hash=")
+        );
         let core = group_version("api/v1").unwrap();
         let pods = &core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
         assert_eq!(pods["x-kubernetes-group-version-kind"]["kind"], "Pod");

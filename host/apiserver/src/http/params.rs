@@ -36,7 +36,9 @@ impl Params {
     }
 
     pub fn timeout(&self) -> Result<Option<Duration>, ApiError> {
-        Ok(self.number("timeoutSeconds")?.map(|s| Duration::from_secs(s.max(0) as u64)))
+        Ok(self
+            .number("timeoutSeconds")?
+            .map(|s| Duration::from_secs(s.max(0) as u64)))
     }
 }
 
@@ -55,8 +57,11 @@ pub fn parse_object_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiE
         return serde_yaml::from_slice(body)
             .map_err(|err| ApiError::bad_request(format!("couldn't decode YAML body: {err}")));
     }
-    serde_json::from_slice(body)
-        .map_err(|err| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {err}")))
+    serde_json::from_slice(body).map_err(|err| {
+        ApiError::bad_request(format!(
+            "couldn't get version/kind; json parse error: {err}"
+        ))
+    })
 }
 
 /// DeleteOptions from the body, with query parameters filling what the body leaves out.
@@ -77,7 +82,11 @@ pub fn delete_options(params: &Params, body: &[u8]) -> Result<DeleteOptions, Api
             "Orphan" => PropagationPolicy::Orphan,
             "Background" => PropagationPolicy::Background,
             "Foreground" => PropagationPolicy::Foreground,
-            other => return Err(ApiError::bad_request(format!("unknown propagationPolicy {other:?}"))),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown propagationPolicy {other:?}"
+                )));
+            }
         });
     }
     if opts.orphan_dependents.is_none() && params.non_empty("orphanDependents").is_some() {
@@ -86,10 +95,16 @@ pub fn delete_options(params: &Params, body: &[u8]) -> Result<DeleteOptions, Api
     Ok(opts)
 }
 
-/// The field manager upstream assumes when a request names none: the User-Agent's program name.
-pub fn default_manager(headers: &HeaderMap) -> Option<String> {
-    let agent = headers.get(http::header::USER_AGENT)?.to_str().ok()?;
-    agent.split('/').next().filter(|s| !s.is_empty()).map(str::to_string)
+/// The field manager upstream assumes when a request names none: the User-Agent's program
+/// name (`kubectl/v1.32.4 ...` → `kubectl`); "unknown" without a User-Agent.
+pub fn default_manager(headers: &HeaderMap) -> String {
+    headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|agent| agent.split('/').next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("unknown")
+        .to_string()
 }
 
 #[cfg(test)]
@@ -98,8 +113,16 @@ mod tests {
 
     #[test]
     fn delete_options_merge_body_and_query() {
-        let params = Params([("gracePeriodSeconds".to_string(), "5".to_string())].into_iter().collect());
-        let opts = delete_options(&params, br#"{"preconditions": {"uid": "u"}, "propagationPolicy": "Foreground"}"#).unwrap();
+        let params = Params(
+            [("gracePeriodSeconds".to_string(), "5".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        let opts = delete_options(
+            &params,
+            br#"{"preconditions": {"uid": "u"}, "propagationPolicy": "Foreground"}"#,
+        )
+        .unwrap();
         assert_eq!(opts.grace_period_seconds, Some(5));
         assert_eq!(opts.preconditions.unwrap().uid.as_deref(), Some("u"));
         assert_eq!(opts.propagation_policy, Some(PropagationPolicy::Foreground));

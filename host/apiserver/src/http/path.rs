@@ -21,7 +21,9 @@ pub fn parse(path: &str) -> Result<ResourcePath, ApiError> {
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return Err(not_found()),
     };
-    let lookup = |plural: &str| resources::by_group_version_plural(group, version, plural).ok_or_else(not_found);
+    let lookup = |plural: &str| {
+        resources::by_group_version_plural(group, version, plural).ok_or_else(not_found)
+    };
     let parsed = match rest {
         // A namespace's own subresources are addressed like namespaced collections.
         ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => ResourcePath {
@@ -75,11 +77,21 @@ mod tests {
     fn parses_the_url_shapes() {
         let p = parse("/api/v1/namespaces/d/pods/p/status").unwrap();
         assert_eq!(p.resource, resources::pods());
-        assert_eq!((p.namespace.as_deref(), p.name.as_deref(), p.subresource.as_deref()), (Some("d"), Some("p"), Some("status")));
+        assert_eq!(
+            (
+                p.namespace.as_deref(),
+                p.name.as_deref(),
+                p.subresource.as_deref()
+            ),
+            (Some("d"), Some("p"), Some("status"))
+        );
         let all = parse("/api/v1/pods").unwrap();
         assert_eq!((all.namespace, all.name), (None, None));
         let ns = parse("/api/v1/namespaces/d").unwrap();
-        assert_eq!((ns.resource, ns.name.as_deref()), (resources::namespaces(), Some("d")));
+        assert_eq!(
+            (ns.resource, ns.name.as_deref()),
+            (resources::namespaces(), Some("d"))
+        );
         let lease = parse("/apis/coordination.k8s.io/v1/namespaces/d/leases/l").unwrap();
         assert_eq!(lease.resource.info().kind, "Lease");
         let dc = parse("/apis/resource.k8s.io/v1/deviceclasses/gpu").unwrap();
@@ -87,6 +99,12 @@ mod tests {
         assert!(parse("/api/v1/pods/p").is_err());
         assert!(parse("/api/v1/namespaces/d/configmaps/c/status").is_err());
         assert!(parse("/apis/coordination.k8s.io/v2/namespaces/d/leases").is_err());
-        assert_eq!(parse("/api/v1/namespaces/d/status").unwrap().subresource.as_deref(), Some("status"));
+        assert_eq!(
+            parse("/api/v1/namespaces/d/status")
+                .unwrap()
+                .subresource
+                .as_deref(),
+            Some("status")
+        );
     }
 }

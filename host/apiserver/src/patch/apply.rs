@@ -4,12 +4,11 @@
 use serde_json::{Map, Value};
 
 use super::fieldset::{self, FieldSet, ManagedEntry, get_path, overlaps};
-use crate::errors::{ApiError, Cause};
+use crate::errors::ApiError;
 use crate::resources::ResourceInfo;
 
 pub struct ApplyRequest<'a> {
     pub info: &'static ResourceInfo,
-    pub name: &'a str,
     pub manager: &'a str,
     pub force: bool,
     /// `Some("status")` for an apply to the status subresource.
@@ -38,10 +37,16 @@ fn scoped(config: &Value, req: &ApplyRequest) -> Value {
 }
 
 /// Applies `config` for `req.manager` over `current` (None: the object is being created).
-pub fn apply(current: Option<&Value>, config: &Value, req: &ApplyRequest) -> Result<Value, ApiError> {
+pub fn apply(
+    current: Option<&Value>,
+    config: &Value,
+    req: &ApplyRequest,
+) -> Result<Value, ApiError> {
     let config = scoped(config, req);
     let applied: FieldSet = fieldset::tracked_paths(&config);
-    let base = current.cloned().unwrap_or_else(|| Value::Object(Map::new()));
+    let base = current
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
     let old_entries = fieldset::read_entries(&base);
     let mut entries = old_entries.clone();
     let is_mine = |e: &ManagedEntry| e.same_owner(req.manager, "Apply", req.subresource);
@@ -53,7 +58,11 @@ pub fn apply(current: Option<&Value>, config: &Value, req: &ApplyRequest) -> Res
         }
         for owned in &entry.fields {
             for path in applied.iter().filter(|p| overlaps(p, owned)) {
-                let deeper = if owned.len() > path.len() { owned } else { path };
+                let deeper = if owned.len() > path.len() {
+                    owned
+                } else {
+                    path
+                };
                 if get_path(&config, deeper) != get_path(&base, deeper) {
                     conflicts.push((index, owned.clone()));
                 }
@@ -61,19 +70,19 @@ pub fn apply(current: Option<&Value>, config: &Value, req: &ApplyRequest) -> Res
         }
     }
     if !conflicts.is_empty() && !req.force {
-        let causes = conflicts
+        let rendered: Vec<(String, String)> = conflicts
             .iter()
             .map(|(index, path)| {
                 let entry = &entries[*index];
-                let field = format!(".{}", path.join("."));
-                Cause::new(
-                    "FieldManagerConflict",
-                    format!("conflict with \"{}\" using {}: {field}", entry.manager, entry.api_version),
-                    Some(&field),
-                )
+                let manager = if entry.operation == "Apply" {
+                    format!("{:?}", entry.manager)
+                } else {
+                    format!("{:?} using {}", entry.manager, entry.api_version)
+                };
+                (manager, format!(".{}", path.join(".")))
             })
             .collect();
-        return Err(ApiError::conflict_apply(req.info, req.name, causes));
+        return Err(ApiError::conflict_apply(&rendered));
     }
     for (index, path) in &conflicts {
         entries[*index].fields.remove(path);
@@ -106,9 +115,12 @@ pub fn apply(current: Option<&Value>, config: &Value, req: &ApplyRequest) -> Res
             fields: applied,
         }),
     }
-    let ownership_changed = entries.iter().map(|e| (&e.manager, &e.operation, &e.fields)).ne(old_entries
+    let ownership_changed = entries
         .iter()
-        .map(|e| (&e.manager, &e.operation, &e.fields)));
+        .map(|e| (&e.manager, &e.operation, &e.fields))
+        .ne(old_entries
+            .iter()
+            .map(|e| (&e.manager, &e.operation, &e.fields)));
     if ownership_changed {
         for entry in entries.iter_mut().filter(|e| is_mine(e)) {
             entry.time = Some(req.now.to_string());
@@ -124,7 +136,9 @@ fn deep_merge(target: &mut Value, patch: &Value) {
         (Value::Object(t), Value::Object(p)) => {
             for (key, value) in p {
                 match t.get_mut(key) {
-                    Some(existing) if existing.is_object() && value.is_object() => deep_merge(existing, value),
+                    Some(existing) if existing.is_object() && value.is_object() => {
+                        deep_merge(existing, value)
+                    }
                     _ => {
                         t.insert(key.clone(), value.clone());
                     }
@@ -143,8 +157,9 @@ mod tests {
 
     fn req<'a>(manager: &'a str, force: bool) -> ApplyRequest<'a> {
         ApplyRequest {
-            info: resources::by_plural("coordination.k8s.io", "leases").unwrap().info(),
-            name: "l",
+            info: resources::by_plural("coordination.k8s.io", "leases")
+                .unwrap()
+                .info(),
             manager,
             force,
             subresource: None,
@@ -154,25 +169,74 @@ mod tests {
 
     #[test]
     fn conflict_unless_forced_then_ownership_moves() {
-        let a = apply(None, &json!({"spec": {"holderIdentity": "a", "leaseDurationSeconds": 5}}), &req("a", false)).unwrap();
-        let err = apply(Some(&a), &json!({"spec": {"holderIdentity": "b"}}), &req("b", false)).unwrap_err();
+        let a = apply(
+            None,
+            &json!({"spec": {"holderIdentity": "a", "leaseDurationSeconds": 5}}),
+            &req("a", false),
+        )
+        .unwrap();
+        let err = apply(
+            Some(&a),
+            &json!({"spec": {"holderIdentity": "b"}}),
+            &req("b", false),
+        )
+        .unwrap_err();
         assert_eq!(err.code, 409);
-        assert_eq!(err.causes[0].reason, "FieldManagerConflict");
-        assert_eq!(err.causes[0].field.as_deref(), Some(".spec.holderIdentity"));
+        assert_eq!(err.causes()[0].reason, "FieldManagerConflict");
+        assert_eq!(
+            err.causes()[0].field.as_deref(),
+            Some(".spec.holderIdentity")
+        );
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"a\": .spec.holderIdentity"
+        );
         // Same value: shared ownership, no conflict.
-        assert!(apply(Some(&a), &json!({"spec": {"leaseDurationSeconds": 5}}), &req("b", false)).is_ok());
-        let forced = apply(Some(&a), &json!({"spec": {"holderIdentity": "b"}}), &req("b", true)).unwrap();
+        assert!(
+            apply(
+                Some(&a),
+                &json!({"spec": {"leaseDurationSeconds": 5}}),
+                &req("b", false)
+            )
+            .is_ok()
+        );
+        let forced = apply(
+            Some(&a),
+            &json!({"spec": {"holderIdentity": "b"}}),
+            &req("b", true),
+        )
+        .unwrap();
         assert_eq!(forced["spec"]["holderIdentity"], "b");
         let entries = fieldset::read_entries(&forced);
-        assert!(!entries[0].fields.iter().any(|p| p.last().unwrap() == "holderIdentity"));
+        assert!(
+            !entries[0]
+                .fields
+                .iter()
+                .any(|p| p.last().unwrap() == "holderIdentity")
+        );
     }
 
     #[test]
     fn fields_no_longer_applied_are_removed_and_reapply_is_stable() {
-        let first = apply(None, &json!({"spec": {"holderIdentity": "a", "leaseDurationSeconds": 5}}), &req("a", false)).unwrap();
-        let second = apply(Some(&first), &json!({"spec": {"holderIdentity": "a"}}), &req("a", false)).unwrap();
+        let first = apply(
+            None,
+            &json!({"spec": {"holderIdentity": "a", "leaseDurationSeconds": 5}}),
+            &req("a", false),
+        )
+        .unwrap();
+        let second = apply(
+            Some(&first),
+            &json!({"spec": {"holderIdentity": "a"}}),
+            &req("a", false),
+        )
+        .unwrap();
         assert!(second["spec"].get("leaseDurationSeconds").is_none());
-        let again = apply(Some(&second), &json!({"spec": {"holderIdentity": "a"}}), &req("a", false)).unwrap();
+        let again = apply(
+            Some(&second),
+            &json!({"spec": {"holderIdentity": "a"}}),
+            &req("a", false),
+        )
+        .unwrap();
         assert_eq!(again, second);
     }
 }

@@ -27,7 +27,12 @@ pub fn tracked_paths(obj: &Value) -> FieldSet {
                 if let Some(meta) = value.as_object() {
                     for field in TRACKED_METADATA {
                         if let Some(v) = meta.get(*field) {
-                            collect(v, vec!["metadata".into(), field.to_string()], &mut set, *field != "finalizers" && *field != "ownerReferences");
+                            collect(
+                                v,
+                                vec!["metadata".into(), field.to_string()],
+                                &mut set,
+                                *field != "finalizers" && *field != "ownerReferences",
+                            );
                         }
                     }
                 }
@@ -131,12 +136,16 @@ pub struct ManagedEntry {
 
 impl ManagedEntry {
     pub fn same_owner(&self, manager: &str, operation: &str, subresource: Option<&str>) -> bool {
-        self.manager == manager && self.operation == operation && self.subresource.as_deref() == subresource
+        self.manager == manager
+            && self.operation == operation
+            && self.subresource.as_deref() == subresource
     }
 }
 
 pub fn read_entries(obj: &Value) -> Vec<ManagedEntry> {
-    let Some(list) = get_path(obj, &["metadata".into(), "managedFields".into()]).and_then(Value::as_array) else {
+    let Some(list) =
+        get_path(obj, &["metadata".into(), "managedFields".into()]).and_then(Value::as_array)
+    else {
         return Vec::new();
     };
     list.iter()
@@ -183,7 +192,14 @@ pub fn write_entries(obj: &mut Value, entries: &[ManagedEntry]) {
 
 /// Ownership after a non-apply write: `manager` takes every field the write changed, other
 /// managers lose them (updates never conflict).
-pub fn record_update(old: &Value, new: &mut Value, manager: &str, subresource: Option<&str>, api_version: &str, now: &str) {
+pub fn record_update(
+    old: &Value,
+    new: &mut Value,
+    manager: &str,
+    subresource: Option<&str>,
+    api_version: &str,
+    now: &str,
+) {
     let before = tracked_paths(old);
     let after = tracked_paths(new);
     let changed: FieldSet = after
@@ -199,7 +215,10 @@ pub fn record_update(old: &Value, new: &mut Value, manager: &str, subresource: O
             .retain(|p| !changed.iter().chain(&removed).any(|c| overlaps(p, c)));
     }
     if !changed.is_empty() {
-        match entries.iter_mut().find(|e| e.same_owner(manager, "Update", subresource)) {
+        match entries
+            .iter_mut()
+            .find(|e| e.same_owner(manager, "Update", subresource))
+        {
             Some(entry) => {
                 entry.fields.extend(changed);
                 entry.time = Some(now.to_string());
@@ -240,10 +259,17 @@ mod tests {
     #[test]
     fn update_takes_changed_fields_from_other_managers() {
         let mut old = json!({"spec": {"a": 1, "b": 2}});
-        write_entries(&mut old, &[ManagedEntry {
-            manager: "x".into(), operation: "Apply".into(), api_version: "v1".into(), time: None, subresource: None,
-            fields: [path("spec.a"), path("spec.b")].into_iter().collect(),
-        }]);
+        write_entries(
+            &mut old,
+            &[ManagedEntry {
+                manager: "x".into(),
+                operation: "Apply".into(),
+                api_version: "v1".into(),
+                time: None,
+                subresource: None,
+                fields: [path("spec.a"), path("spec.b")].into_iter().collect(),
+            }],
+        );
         let mut new = old.clone();
         new["spec"]["a"] = json!(5);
         record_update(&old, &mut new, "y", None, "v1", "t");

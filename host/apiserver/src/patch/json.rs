@@ -24,12 +24,11 @@ pub fn apply(current: &Value, patch: &Value) -> Result<Value, ApiError> {
                     continue;
                 }
                 return Err(ApiError::patch_failed(format!(
-                    "testing value {path} failed: test failed (operation {index})"
+                    "operation {index}: testing value {path} failed: its parent does not exist"
                 )));
             }
         }
-        json_patch::patch(&mut doc, std::slice::from_ref(op))
-            .map_err(|err| ApiError::patch_failed(err.to_string()))?;
+        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(ApiError::patch_failed)?;
     }
     Ok(doc)
 }
@@ -53,13 +52,23 @@ mod tests {
     #[test]
     fn failed_test_is_422() {
         let doc = json!({"metadata": {"finalizers": ["x"]}});
-        let err = apply(&doc, &json!([{"op": "test", "path": "/metadata/finalizers", "value": null}]))
-            .unwrap_err();
+        let err = apply(
+            &doc,
+            &json!([{"op": "test", "path": "/metadata/finalizers", "value": null}]),
+        )
+        .unwrap_err();
         assert_eq!(err.code, 422);
-        let err = apply(&doc, &json!([{"op": "test", "path": "/metadata/finalizers/0", "value": "y"}]))
-            .unwrap_err();
-        assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
-        let err = apply(&doc, &json!([{"op": "test", "path": "/nope/deeper", "value": null}])).unwrap_err();
+        let err = apply(
+            &doc,
+            &json!([{"op": "test", "path": "/metadata/finalizers/0", "value": "y"}]),
+        )
+        .unwrap_err();
+        assert_eq!((err.code, err.reason), (422, "Invalid"));
+        let err = apply(
+            &doc,
+            &json!([{"op": "test", "path": "/nope/deeper", "value": null}]),
+        )
+        .unwrap_err();
         assert_eq!(err.code, 422);
     }
 }

@@ -16,7 +16,13 @@ mod tests {
     #[test]
     fn null_deletes_and_lists_replace() {
         let doc = json!({"metadata": {"finalizers": ["a", "b"], "labels": {"x": "1", "y": "2"}}});
-        let out = apply(&doc, &json!({"metadata": {"finalizers": ["c"], "labels": {"x": null}}}));
-        assert_eq!(out, json!({"metadata": {"finalizers": ["c"], "labels": {"y": "2"}}}));
+        let out = apply(
+            &doc,
+            &json!({"metadata": {"finalizers": ["c"], "labels": {"x": null}}}),
+        );
+        assert_eq!(
+            out,
+            json!({"metadata": {"finalizers": ["c"], "labels": {"y": "2"}}})
+        );
     }
 }

@@ -39,15 +39,23 @@ pub fn parse_body(patch_type: PatchType, body: &[u8]) -> Result<Value, ApiError>
         return serde_yaml::from_slice(body)
             .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")));
     }
-    serde_json::from_slice(body).map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}")))
+    serde_json::from_slice(body)
+        .map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}")))
 }
 
 /// Applies a JSON, merge or strategic patch to `current` (`kind` picks strategic merge keys).
-pub fn apply_patch(patch_type: PatchType, kind: &str, current: &Value, patch: &Value) -> Result<Value, ApiError> {
+pub fn apply_patch(
+    patch_type: PatchType,
+    kind: &str,
+    current: &Value,
+    patch: &Value,
+) -> Result<Value, ApiError> {
     match patch_type {
         PatchType::Json => json::apply(current, patch),
         PatchType::Merge => Ok(merge::apply(current, patch)),
         PatchType::Strategic => strategic::apply(kind, current, patch),
-        PatchType::Apply => Err(ApiError::internal("server-side apply goes through patch::apply")),
+        PatchType::Apply => Err(ApiError::internal(
+            "server-side apply goes through patch::apply",
+        )),
     }
 }

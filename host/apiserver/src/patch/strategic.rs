@@ -27,15 +27,25 @@ fn list_strategy(kind: &str, path: &str) -> ListStrategy {
         _ => match (kind, path) {
             (
                 "Pod",
-                "spec.containers" | "spec.initContainers" | "spec.ephemeralContainers" | "spec.volumes"
-                | "spec.imagePullSecrets" | "spec.resourceClaims" | "spec.containers[].env"
-                | "spec.initContainers[].env" | "status.resourceClaimStatuses",
+                "spec.containers"
+                | "spec.initContainers"
+                | "spec.ephemeralContainers"
+                | "spec.volumes"
+                | "spec.imagePullSecrets"
+                | "spec.resourceClaims"
+                | "spec.containers[].env"
+                | "spec.initContainers[].env"
+                | "status.resourceClaimStatuses",
             ) => MergeByKey("name"),
-            ("Pod", "spec.containers[].ports" | "spec.initContainers[].ports") => MergeByKey("containerPort"),
+            ("Pod", "spec.containers[].ports" | "spec.initContainers[].ports") => {
+                MergeByKey("containerPort")
+            }
             ("Pod", "spec.containers[].volumeMounts" | "spec.initContainers[].volumeMounts") => {
                 MergeByKey("mountPath")
             }
-            ("Pod" | "PersistentVolumeClaim" | "Namespace", "status.conditions") => MergeByKey("type"),
+            ("Pod" | "PersistentVolumeClaim" | "Namespace", "status.conditions") => {
+                MergeByKey("type")
+            }
             ("Pod", "status.podIPs") => MergeByKey("ip"),
             ("ResourceClaim", "status.reservedFor") => MergeByKey("uid"),
             _ => Replace,
@@ -63,7 +73,12 @@ fn child_path(path: &str, key: &str) -> String {
     }
 }
 
-fn merge_map(kind: &str, path: &str, target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Result<(), ApiError> {
+fn merge_map(
+    kind: &str,
+    path: &str,
+    target: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+) -> Result<(), ApiError> {
     match patch.get("$patch").and_then(Value::as_str) {
         Some("replace") => {
             *target = strip_directives(patch);
@@ -73,7 +88,11 @@ fn merge_map(kind: &str, path: &str, target: &mut Map<String, Value>, patch: &Ma
             target.clear();
             return Ok(());
         }
-        Some(other) => return Err(ApiError::bad_request(format!("unknown patch type: {other}"))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unknown patch type: {other}"
+            )));
+        }
         None => {}
     }
     for (key, value) in patch {
@@ -102,11 +121,17 @@ fn merge_map(kind: &str, path: &str, target: &mut Map<String, Value>, patch: &Ma
             },
             Value::Array(items) => {
                 let merged = match (list_strategy(kind, &path), target.get(key)) {
-                    (ListStrategy::MergeScalars, Some(Value::Array(existing))) => merge_scalars(existing, items),
+                    (ListStrategy::MergeScalars, Some(Value::Array(existing))) => {
+                        merge_scalars(existing, items)
+                    }
                     (ListStrategy::MergeByKey(merge_key), Some(Value::Array(existing))) => {
                         merge_by_key(kind, &path, merge_key, existing, items)?
                     }
-                    _ => items.iter().filter(|i| !is_delete_directive(i)).map(strip_value).collect(),
+                    _ => items
+                        .iter()
+                        .filter(|i| !is_delete_directive(i))
+                        .map(strip_value)
+                        .collect(),
                 };
                 target.insert(key.clone(), Value::Array(merged));
             }
@@ -189,7 +214,12 @@ mod tests {
     #[test]
     fn finalizers_merge_patch_items_first() {
         let doc = json!({"metadata": {"finalizers": ["c", "d"]}});
-        let out = apply("ConfigMap", &doc, &json!({"metadata": {"finalizers": ["e"]}})).unwrap();
+        let out = apply(
+            "ConfigMap",
+            &doc,
+            &json!({"metadata": {"finalizers": ["e"]}}),
+        )
+        .unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["e", "c", "d"]));
     }
 

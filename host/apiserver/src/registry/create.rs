@@ -36,7 +36,11 @@ pub fn create(
             info.qualified()
         )));
     }
-    let client_rv = body.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("").to_string();
+    let client_rv = body
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let mut obj = prepare::decode(info, body, namespace)?;
     let explicit_name = meta::name(&obj).to_string();
 
@@ -44,7 +48,11 @@ pub fn create(
         match objs.get(&ObjectKey::new(resources::namespaces(), "", namespace)) {
             None => return Err(ApiError::namespace_not_found(namespace)),
             Some(ns) if meta::is_deleting(ns) => {
-                return Err(ApiError::namespace_terminating(info, &explicit_name, namespace));
+                return Err(ApiError::namespace_terminating(
+                    info,
+                    &explicit_name,
+                    namespace,
+                ));
             }
             Some(_) => {}
         }
@@ -89,10 +97,19 @@ pub fn create(
         return Err(ApiError::invalid(info, meta::name(&obj), causes));
     }
     if !client_rv.is_empty() {
-        return Err(ApiError::internal_unknown("resourceVersion should not be set on objects to be created"));
+        return Err(ApiError::internal_unknown(
+            "resourceVersion should not be set on objects to be created",
+        ));
     }
     if let Ownership::RecordUpdate(manager) = ownership {
-        fieldset::record_update(&json!({}), &mut obj, manager, None, &info.api_version(), &timestamp);
+        fieldset::record_update(
+            &json!({}),
+            &mut obj,
+            manager,
+            None,
+            &info.api_version(),
+            &timestamp,
+        );
     }
 
     let mut attempts = 1;

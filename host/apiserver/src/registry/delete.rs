@@ -24,7 +24,12 @@ pub enum DeleteOutcome {
     Deleted(Value),
 }
 
-pub fn delete(objs: &mut Objects, target: &Target, opts: &DeleteOptions, now: DateTime<Utc>) -> Result<DeleteOutcome, ApiError> {
+pub fn delete(
+    objs: &mut Objects,
+    target: &Target,
+    opts: &DeleteOptions,
+    now: DateTime<Utc>,
+) -> Result<DeleteOutcome, ApiError> {
     let info = target.resource.info();
     let key = target.key();
     let current = objs
@@ -36,7 +41,9 @@ pub fn delete(objs: &mut Objects, target: &Target, opts: &DeleteOptions, now: Da
     let mut obj = current.clone();
     if info.kind == "Namespace" && has_namespace_finalizers(&obj) {
         mark_namespace_terminating(&mut obj, now);
-        return Ok(DeleteOutcome::Deleting(write_if_changed(objs, &key, &current, obj)));
+        return Ok(DeleteOutcome::Deleting(write_if_changed(
+            objs, &key, &current, obj,
+        )));
     }
     let graceful = match before_delete(info, &mut obj, opts, now) {
         GracefulState::Pending => return Ok(DeleteOutcome::Deleting(current)),
@@ -56,13 +63,20 @@ pub fn delete(objs: &mut Objects, target: &Target, opts: &DeleteOptions, now: Da
     }
     if pending_finalizers {
         mark_as_deleting(&mut obj, now);
-        return Ok(DeleteOutcome::Deleting(write_if_changed(objs, &key, &current, obj)));
+        return Ok(DeleteOutcome::Deleting(write_if_changed(
+            objs, &key, &current, obj,
+        )));
     }
     objs.remove(&key);
     Ok(DeleteOutcome::Deleted(current))
 }
 
-fn write_if_changed(objs: &mut Objects, key: &crate::store::ObjectKey, current: &Value, obj: Value) -> Value {
+fn write_if_changed(
+    objs: &mut Objects,
+    key: &crate::store::ObjectKey,
+    current: &Value,
+    obj: Value,
+) -> Value {
     if &obj == current {
         current.clone()
     } else {
@@ -72,7 +86,12 @@ fn write_if_changed(objs: &mut Objects, key: &crate::store::ObjectKey, current: 
 
 /// Upstream checks preconditions after the 404 and before anything else, also on an object
 /// already being deleted; the message names the Kind.
-fn check_preconditions(info: &ResourceInfo, name: &str, current: &Value, opts: &DeleteOptions) -> Result<(), ApiError> {
+fn check_preconditions(
+    info: &ResourceInfo,
+    name: &str,
+    current: &Value,
+    opts: &DeleteOptions,
+) -> Result<(), ApiError> {
     let Some(pre) = &opts.preconditions else {
         return Ok(());
     };
@@ -112,7 +131,12 @@ enum GracefulState {
 }
 
 /// Upstream `rest.BeforeDelete` with the pod strategy's `CheckGracefulDelete`.
-fn before_delete(info: &ResourceInfo, obj: &mut Value, opts: &DeleteOptions, now: DateTime<Utc>) -> GracefulState {
+fn before_delete(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    opts: &DeleteOptions,
+    now: DateTime<Utc>,
+) -> GracefulState {
     if !info.graceful {
         return GracefulState::NotGraceful;
     }
@@ -125,7 +149,8 @@ fn before_delete(info: &ResourceInfo, obj: &mut Value, opts: &DeleteOptions, now
             Some(period) if period < current_grace => {
                 // Only a shorter grace period may be given; the deadline moves earlier, counted
                 // from when the graceful deletion started.
-                let moved = existing - Duration::seconds(current_grace) + Duration::seconds(period.max(0));
+                let moved =
+                    existing - Duration::seconds(current_grace) + Duration::seconds(period.max(0));
                 let m = meta::metadata_mut(obj);
                 m.insert("deletionTimestamp".into(), json!(meta::format_time(moved)));
                 m.insert("deletionGracePeriodSeconds".into(), json!(period.max(0)));
@@ -136,18 +161,34 @@ fn before_delete(info: &ResourceInfo, obj: &mut Value, opts: &DeleteOptions, now
     }
     let mut grace = opts
         .grace_period_seconds
-        .or_else(|| obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
+        .or_else(|| {
+            obj.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
         .unwrap_or(DEFAULT_GRACE_SECONDS)
         .max(0);
-    let unscheduled = obj.pointer("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty);
-    let phase = obj.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+    let unscheduled = obj
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
+    let phase = obj
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if unscheduled || phase == "Failed" || phase == "Succeeded" {
         grace = 0;
     }
     let m = meta::metadata_mut(obj);
-    m.insert("deletionTimestamp".into(), json!(meta::format_time(now + Duration::seconds(grace))));
+    m.insert(
+        "deletionTimestamp".into(),
+        json!(meta::format_time(now + Duration::seconds(grace))),
+    );
     m.insert("deletionGracePeriodSeconds".into(), json!(grace));
-    if let Some(generation) = m.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+    if let Some(generation) = m
+        .get("generation")
+        .and_then(Value::as_i64)
+        .filter(|g| *g > 0)
+    {
         m.insert("generation".into(), json!(generation + 1));
     }
     GracefulState::Graceful
@@ -176,7 +217,9 @@ fn apply_propagation_finalizers(obj: &mut Value, opts: &DeleteOptions) {
 }
 
 fn has_namespace_finalizers(ns: &Value) -> bool {
-    ns.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
+    ns.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
 }
 
 /// A namespace with `spec.finalizers` is only marked: it stays Terminating until the namespace
@@ -196,7 +239,10 @@ fn mark_as_deleting(obj: &mut Value, now: DateTime<Utc>) {
     let existing = meta::deletion_timestamp(obj).and_then(meta::parse_time);
     let m = meta::metadata_mut(obj);
     if existing.is_none()
-        && let Some(generation) = m.get("generation").and_then(Value::as_i64).filter(|g| *g > 0)
+        && let Some(generation) = m
+            .get("generation")
+            .and_then(Value::as_i64)
+            .filter(|g| *g > 0)
     {
         m.insert("generation".into(), json!(generation + 1));
     }

@@ -94,10 +94,10 @@ impl Target {
 /// Options of create, update and patch.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
-    /// The `fieldManager` parameter; when set, field ownership is recorded.
+    /// The `fieldManager` parameter.
     pub field_manager: Option<String>,
-    /// Manager name used for objects that already track ownership when no `fieldManager` is sent
-    /// (upstream derives it from the User-Agent).
+    /// Manager when no `fieldManager` is sent (upstream derives it from the User-Agent).
+    /// Ownership is recorded whenever one of the two is set (always over HTTP).
     pub default_manager: Option<String>,
     /// `force` of server-side apply.
     pub force: bool,
@@ -111,11 +111,14 @@ impl WriteOptions {
         }
     }
 
+    /// The manager to record ownership for; objects that already track ownership are never
+    /// written without one.
     fn manager_for(&self, obj: &Value) -> Option<&str> {
         let tracking = meta::metadata(obj).is_some_and(|m| m.contains_key("managedFields"));
         self.field_manager
             .as_deref()
-            .or(if tracking { Some(self.default_manager.as_deref().unwrap_or("unknown")) } else { None })
+            .or(self.default_manager.as_deref())
+            .or(if tracking { Some("unknown") } else { None })
     }
 }
 
@@ -194,13 +197,18 @@ impl Store {
                 objects: Mutex::new(Objects::new(settings.history_limit)),
                 changes,
                 name_rng: Mutex::new(ChaCha8Rng::seed_from_u64(settings.seed)),
-                uid_rng: Mutex::new(ChaCha8Rng::seed_from_u64(settings.seed ^ 0x5eed_0f_01d5)),
+                uid_rng: Mutex::new(ChaCha8Rng::seed_from_u64(settings.seed ^ 0x005e_ed0f_01d5)),
                 settings,
             }),
         };
         for ns in INITIAL_NAMESPACES {
             store
-                .create(resources::namespaces(), "", json!({"metadata": {"name": ns}}), &WriteOptions::default())
+                .create(
+                    resources::namespaces(),
+                    "",
+                    json!({"metadata": {"name": ns}}),
+                    &WriteOptions::default(),
+                )
                 .expect("initial namespaces are valid");
         }
         // As on any used etcd, the bootstrap writes are already out of the watch window:
@@ -210,7 +218,10 @@ impl Store {
     }
 
     fn lock(&self) -> MutexGuard<'_, Objects> {
-        self.shared.objects.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.shared
+            .objects
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs `f` under the lock and wakes watchers if it wrote.
@@ -231,18 +242,33 @@ impl Store {
     }
 
     pub(crate) fn random_name(&self, prefix: &str) -> String {
-        let mut rng = self.shared.name_rng.lock().unwrap_or_else(|p| p.into_inner());
+        let mut rng = self
+            .shared
+            .name_rng
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         crate::names::generate_name(prefix, &mut *rng)
     }
 
     pub(crate) fn random_uid(&self) -> String {
         use rand::Rng;
-        let mut rng = self.shared.uid_rng.lock().unwrap_or_else(|p| p.into_inner());
+        let mut rng = self
+            .shared
+            .uid_rng
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let mut bytes: [u8; 16] = rng.random();
         bytes[6] = (bytes[6] & 0x0f) | 0x40;
         bytes[8] = (bytes[8] & 0x3f) | 0x80;
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        )
     }
 
     pub fn current_resource_version(&self) -> u64 {
@@ -267,7 +293,8 @@ impl Store {
     /// Waits until the store has reached `rv`; false after `timeout`.
     pub async fn wait_for_resource_version(&self, rv: u64, timeout: Duration) -> bool {
         let mut changes = self.subscribe();
-        let reached = tokio::time::timeout(timeout, changes.wait_for(|current| *current >= rv)).await;
+        let reached =
+            tokio::time::timeout(timeout, changes.wait_for(|current| *current >= rv)).await;
         matches!(reached, Ok(Ok(_))) || self.current_resource_version() >= rv
     }
 
@@ -282,7 +309,13 @@ impl Store {
             objs.iter_all()
                 .map(|(key, obj)| {
                     let info = key.resource.info();
-                    (info.api_version(), info.kind, key.namespace.clone(), key.name.clone(), obj.clone())
+                    (
+                        info.api_version(),
+                        info.kind,
+                        key.namespace.clone(),
+                        key.name.clone(),
+                        obj.clone(),
+                    )
                 })
                 .collect()
         });
@@ -296,13 +329,22 @@ impl Store {
     pub fn load_objects(&self, objs: Vec<Value>) -> Result<(), StoreError> {
         let mut prepared = Vec::with_capacity(objs.len());
         for (index, obj) in objs.into_iter().enumerate() {
-            let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
-            let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-            let resource = resources::by_kind(&api_version, &kind).ok_or_else(|| StoreError::UnknownKind {
-                index,
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-            })?;
+            let api_version = obj
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let kind = obj
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let resource =
+                resources::by_kind(&api_version, &kind).ok_or_else(|| StoreError::UnknownKind {
+                    index,
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                })?;
             let info = resource.info();
             let name = meta::name(&obj).to_string();
             let invalid = |message: String| StoreError::InvalidObject {
@@ -313,21 +355,30 @@ impl Store {
             };
             let namespace = if info.namespaced {
                 let ns = meta::namespace(&obj);
-                if ns.is_empty() { "default".to_string() } else { ns.to_string() }
+                if ns.is_empty() {
+                    "default".to_string()
+                } else {
+                    ns.to_string()
+                }
             } else {
                 String::new()
             };
             let mut obj = prepare::decode(info, obj, &namespace).map_err(|e| invalid(e.message))?;
             let causes = prepare::validate(info, &obj);
             if let Some(cause) = causes.first() {
-                return Err(invalid(format!("{}: {}", cause.field.as_deref().unwrap_or(""), cause.message)));
+                return Err(invalid(format!(
+                    "{}: {}",
+                    cause.field.as_deref().unwrap_or(""),
+                    cause.message
+                )));
             }
             let meta = meta::metadata_mut(&mut obj);
             meta.remove("resourceVersion");
             if !meta.contains_key("uid") {
                 meta.insert("uid".into(), json!(self.random_uid()));
             }
-            meta.entry("creationTimestamp").or_insert_with(|| json!(meta::format_time(now())));
+            meta.entry("creationTimestamp")
+                .or_insert_with(|| json!(meta::format_time(now())));
             if info.manages_generation {
                 meta.entry("generation").or_insert(json!(1));
             }
@@ -351,28 +402,60 @@ impl Store {
         Ok(())
     }
 
-    pub fn get(&self, resource: ResourceId, namespace: &str, name: &str) -> Result<Value, ApiError> {
+    pub fn get(
+        &self,
+        resource: ResourceId,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
         self.read(|objs| read::get(objs, resource, namespace, name))
     }
 
     /// A list object (`PodList` ...) of `resource` in `namespace` (all namespaces when None).
-    pub fn list(&self, resource: ResourceId, namespace: Option<&str>, opts: &ListOptions) -> Result<Value, ApiError> {
+    pub fn list(
+        &self,
+        resource: ResourceId,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<Value, ApiError> {
         self.read(|objs| read::list(objs, resource, namespace, opts))
     }
 
-    pub fn create(&self, resource: ResourceId, namespace: &str, body: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+    pub fn create(
+        &self,
+        resource: ResourceId,
+        namespace: &str,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
         self.write(|objs, store| {
-            let manager = opts.field_manager.as_deref().map(create::Ownership::RecordUpdate);
-            create::create(objs, store, resource, namespace, body, manager.unwrap_or(create::Ownership::Skip))
+            let ownership = match opts.manager_for(&Value::Null) {
+                Some(manager) => create::Ownership::RecordUpdate(manager),
+                None => create::Ownership::Skip,
+            };
+            create::create(objs, store, resource, namespace, body, ownership)
         })
     }
 
     /// PUT of the whole object (or of its status with `target.status`).
-    pub fn update(&self, target: &Target, body: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
-        self.write(|objs, store| update::update(objs, store, target, body, update::Tracking::Record(opts)))
+    pub fn update(
+        &self,
+        target: &Target,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        self.write(|objs, store| {
+            update::update(objs, store, target, body, update::Tracking::Record(opts))
+        })
     }
 
-    pub fn patch(&self, target: &Target, patch_type: PatchType, patch: &Value, opts: &WriteOptions) -> Result<PatchOutcome, ApiError> {
+    pub fn patch(
+        &self,
+        target: &Target,
+        patch_type: PatchType,
+        patch: &Value,
+        opts: &WriteOptions,
+    ) -> Result<PatchOutcome, ApiError> {
         self.write(|objs, store| {
             let info = target.resource.info();
             let current = objs.get(&target.key()).cloned();
@@ -380,11 +463,10 @@ impl Store {
                 let manager = opts
                     .field_manager
                     .as_deref()
-                    .ok_or_else(|| ApiError::invalid_field_manager(info, &target.name))?;
+                    .ok_or_else(ApiError::field_manager_required)?;
                 let now = meta::format_time(now());
                 let request = ApplyRequest {
                     info,
-                    name: &target.name,
                     manager,
                     force: opts.force,
                     subresource: target.subresource(),
@@ -395,21 +477,44 @@ impl Store {
                     None => {
                         let mut obj = patch::apply::apply(None, patch, &request)?;
                         meta::metadata_mut(&mut obj).insert("name".into(), json!(target.name));
-                        let object = create::create(objs, store, target.resource, &target.namespace, obj, create::Ownership::Skip)?;
-                        Ok(PatchOutcome { object, created: true })
+                        let object = create::create(
+                            objs,
+                            store,
+                            target.resource,
+                            &target.namespace,
+                            obj,
+                            create::Ownership::Skip,
+                        )?;
+                        Ok(PatchOutcome {
+                            object,
+                            created: true,
+                        })
                     }
                     Some(current) => {
                         check_patch_identity(patch, target)?;
                         let applied = patch::apply::apply(Some(&current), patch, &request)?;
-                        let object = update::update(objs, store, target, applied, update::Tracking::Precomputed)?;
-                        Ok(PatchOutcome { object, created: false })
+                        let object = update::update(
+                            objs,
+                            store,
+                            target,
+                            applied,
+                            update::Tracking::Precomputed,
+                        )?;
+                        Ok(PatchOutcome {
+                            object,
+                            created: false,
+                        })
                     }
                 };
             }
             let current = current.ok_or_else(|| ApiError::not_found(info, &target.name))?;
             let patched = patch::apply_patch(patch_type, info.kind, &current, patch)?;
-            let object = update::update(objs, store, target, patched, update::Tracking::Record(opts))?;
-            Ok(PatchOutcome { object, created: false })
+            let object =
+                update::update(objs, store, target, patched, update::Tracking::Record(opts))?;
+            Ok(PatchOutcome {
+                object,
+                created: false,
+            })
         })
     }
 
@@ -426,20 +531,5 @@ fn check_patch_identity(patch: &Value, target: &Target) -> Result<(), ApiError> 
             target.name
         ))),
         _ => Ok(()),
-    }
-}
-
-impl ApiError {
-    /// Server-side apply without a field manager (upstream: 422 from the apply handler).
-    pub fn invalid_field_manager(info: &crate::resources::ResourceInfo, name: &str) -> Self {
-        ApiError::invalid(
-            info,
-            name,
-            vec![crate::errors::Cause::new(
-                "FieldValueRequired",
-                "Required value: is required for apply patch",
-                Some("fieldManager"),
-            )],
-        )
     }
 }

@@ -21,7 +21,11 @@ pub fn decode(info: &ResourceInfo, body: Value, url_namespace: &str) -> Result<V
     let Value::Object(mut root) = body else {
         return Err(cannot_handle("the body is not a JSON object".into()));
     };
-    if let Some(kind) = root.get("kind").and_then(Value::as_str).filter(|k| *k != info.kind) {
+    if let Some(kind) = root
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| *k != info.kind)
+    {
         return Err(ApiError::bad_request(format!(
             "{kind} in version \"{}\" cannot be handled as a {}: no kind \"{kind}\" is registered for this resource",
             info.version, info.kind
@@ -60,7 +64,13 @@ pub fn decode(info: &ResourceInfo, body: Value, url_namespace: &str) -> Result<V
 /// finalizer by index leaves no `finalizers: []`).
 fn drop_empty_metadata(obj: &mut Value) {
     let meta = meta::metadata_mut(obj);
-    for field in ["finalizers", "labels", "annotations", "ownerReferences", "managedFields"] {
+    for field in [
+        "finalizers",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "managedFields",
+    ] {
         let empty = match meta.get(field) {
             Some(Value::Array(list)) => list.is_empty(),
             Some(Value::Object(map)) => map.is_empty(),
@@ -90,19 +100,50 @@ fn apply_defaults(info: &ResourceInfo, obj: &mut Value) {
             default_field(obj, "/spec", "terminationGracePeriodSeconds", json!(30));
             default_field(obj, "/spec", "dnsPolicy", json!("ClusterFirst"));
             default_field(obj, "/spec", "schedulerName", json!("default-scheduler"));
+            default_field(obj, "/spec", "securityContext", json!({}));
+            default_field(obj, "/spec", "enableServiceLinks", json!(true));
+            // Admission plugins enabled by default: Priority and DefaultTolerationSeconds.
+            default_field(obj, "/spec", "priority", json!(0));
+            default_field(
+                obj,
+                "/spec",
+                "preemptionPolicy",
+                json!("PreemptLowerPriority"),
+            );
+            default_field(
+                obj,
+                "/spec",
+                "tolerations",
+                json!([
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                ]),
+            );
             for list in ["containers", "initContainers"] {
-                let count = obj["spec"].get(list).and_then(Value::as_array).map_or(0, Vec::len);
+                let count = obj["spec"]
+                    .get(list)
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
                 for i in 0..count {
                     let pointer = format!("/spec/{list}/{i}");
-                    let image = obj.pointer(&format!("{pointer}/image")).and_then(Value::as_str).unwrap_or("");
+                    let image = obj
+                        .pointer(&format!("{pointer}/image"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
                     let pull = if image.ends_with(":latest") || !image.contains(':') {
                         "Always"
                     } else {
                         "IfNotPresent"
                     };
                     default_field(obj, &pointer, "imagePullPolicy", json!(pull));
-                    default_field(obj, &pointer, "terminationMessagePath", json!("/dev/termination-log"));
+                    default_field(
+                        obj,
+                        &pointer,
+                        "terminationMessagePath",
+                        json!("/dev/termination-log"),
+                    );
                     default_field(obj, &pointer, "terminationMessagePolicy", json!("File"));
+                    default_field(obj, &pointer, "resources", json!({}));
                 }
             }
         }
@@ -123,7 +164,10 @@ pub fn reset_status_on_create(info: &ResourceInfo, obj: &mut Value) {
     match info.kind {
         "Pod" => {
             let qos = pod_qos_class(root.get("spec").unwrap_or(&Value::Null));
-            root.insert("status".into(), json!({"phase": "Pending", "qosClass": qos}));
+            root.insert(
+                "status".into(),
+                json!({"phase": "Pending", "qosClass": qos}),
+            );
         }
         "PersistentVolumeClaim" => {
             root.insert("status".into(), json!({"phase": "Pending"}));
@@ -142,7 +186,12 @@ pub fn reset_status_on_create(info: &ResourceInfo, obj: &mut Value) {
 fn pod_qos_class(spec: &Value) -> &'static str {
     let containers: Vec<&Value> = ["containers", "initContainers"]
         .iter()
-        .flat_map(|list| spec.get(*list).and_then(Value::as_array).into_iter().flatten())
+        .flat_map(|list| {
+            spec.get(*list)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
         .collect();
     let mut any_set = false;
     let mut guaranteed = true;
@@ -197,10 +246,41 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
             ));
         }
     }
+    for (i, finalizer) in meta::finalizers(obj).iter().enumerate() {
+        if let Some(message) = finalizer_error(finalizer) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: \"{finalizer}\": {message}"),
+                Some(&format!("metadata.finalizers[{i}]")),
+            ));
+        }
+    }
     if info.kind == "Pod" {
         validate_pod_spec(obj, &mut causes);
     }
     causes
+}
+
+/// Finalizers are standard names or qualified names (`example.com/name`).
+fn finalizer_error(finalizer: &str) -> Option<String> {
+    const STANDARD: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
+    if STANDARD.contains(&finalizer) {
+        return None;
+    }
+    let Some((prefix, name)) = finalizer.split_once('/') else {
+        return Some("name is neither a standard finalizer name nor is it fully qualified".into());
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !names::subdomain_errors(prefix).is_empty() || !name_ok {
+        return Some("a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".into());
+    }
+    None
 }
 
 fn name_errors(info: &ResourceInfo, name: &str) -> Vec<String> {
@@ -214,14 +294,24 @@ fn name_errors(info: &ResourceInfo, name: &str) -> Vec<String> {
 fn validate_pod_spec(obj: &Value, causes: &mut Vec<Cause>) {
     let containers = obj.pointer("/spec/containers").and_then(Value::as_array);
     match containers {
-        None => causes.push(Cause::new("FieldValueRequired", "Required value", Some("spec.containers"))),
-        Some(list) if list.is_empty() => {
-            causes.push(Cause::new("FieldValueRequired", "Required value", Some("spec.containers")))
-        }
+        None => causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            Some("spec.containers"),
+        )),
+        Some(list) if list.is_empty() => causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            Some("spec.containers"),
+        )),
         Some(list) => {
             for (i, container) in list.iter().enumerate() {
                 for field in ["name", "image"] {
-                    if container.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+                    if container
+                        .get(field)
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
                         causes.push(Cause::new(
                             "FieldValueRequired",
                             "Required value",
@@ -246,10 +336,23 @@ mod tests {
         assert_eq!(obj["metadata"]["namespace"], "ns");
         assert_eq!(obj["kind"], "Pod");
         assert_eq!(obj["spec"]["terminationGracePeriodSeconds"], 30);
-        assert_eq!(obj["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
-        let err = decode(pods, json!({"metadata": {"name": "p", "namespace": "x"}}), "ns").unwrap_err();
+        assert_eq!(
+            obj["spec"]["containers"][0]["imagePullPolicy"],
+            "IfNotPresent"
+        );
+        let err = decode(
+            pods,
+            json!({"metadata": {"name": "p", "namespace": "x"}}),
+            "ns",
+        )
+        .unwrap_err();
         assert_eq!(err.code, 400);
-        let err = decode(pods, json!({"metadata": {"name": "p"}, "spec": {"containers": 3}}), "ns").unwrap_err();
+        let err = decode(
+            pods,
+            json!({"metadata": {"name": "p"}, "spec": {"containers": 3}}),
+            "ns",
+        )
+        .unwrap_err();
         assert!(err.message.contains("spec.containers"), "{}", err.message);
     }
 
@@ -265,8 +368,22 @@ mod tests {
     #[test]
     fn validation_names_fields() {
         let pods = resources::pods().info();
-        let causes = validate(pods, &json!({"metadata": {"name": "Bad_Name"}, "spec": {"containers": []}}));
+        let obj = json!({"metadata": {"name": "Bad_Name", "finalizers": ["a", "kubernetes", "example.com/ok", "bad prefix/x"]},
+                         "spec": {"containers": []}});
+        let causes = validate(pods, &obj);
         let fields: Vec<_> = causes.iter().map(|c| c.field.clone().unwrap()).collect();
-        assert_eq!(fields, vec!["metadata.name", "spec.containers"]);
+        assert_eq!(
+            fields,
+            vec![
+                "metadata.name",
+                "metadata.finalizers[0]",
+                "metadata.finalizers[3]",
+                "spec.containers"
+            ]
+        );
+        assert_eq!(
+            causes[1].message,
+            "Invalid value: \"a\": name is neither a standard finalizer name nor is it fully qualified"
+        );
     }
 }

@@ -18,7 +18,12 @@ pub struct ListOptions {
     pub resource_version_match: Option<String>,
 }
 
-pub fn get(objs: &Objects, resource: ResourceId, namespace: &str, name: &str) -> Result<Value, ApiError> {
+pub fn get(
+    objs: &Objects,
+    resource: ResourceId,
+    namespace: &str,
+    name: &str,
+) -> Result<Value, ApiError> {
     objs.get(&ObjectKey::new(resource, namespace, name))
         .cloned()
         .ok_or_else(|| ApiError::not_found(resource.info(), name))
@@ -39,8 +44,12 @@ impl ContinueToken {
     }
 
     fn decode(text: &str) -> Result<Self, ApiError> {
-        let invalid = || ApiError::bad_request(format!("invalid continue token: {text:?}"));
-        if text.len() % 2 != 0 || !text.is_ascii() {
+        let invalid = || {
+            ApiError::bad_request(format!(
+                "invalid continue token: continue key is not valid: {text:?}"
+            ))
+        };
+        if !text.len().is_multiple_of(2) || !text.is_ascii() {
             return Err(invalid());
         }
         let bytes: Vec<u8> = (0..text.len())
@@ -57,25 +66,45 @@ pub fn parse_resource_version(text: &str) -> Result<u64, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("invalid resource version: {text:?}")))
 }
 
-pub fn list(objs: &Objects, resource: ResourceId, namespace: Option<&str>, opts: &ListOptions) -> Result<Value, ApiError> {
+pub fn list(
+    objs: &Objects,
+    resource: ResourceId,
+    namespace: Option<&str>,
+    opts: &ListOptions,
+) -> Result<Value, ApiError> {
     let info = resource.info();
-    let token = opts.continue_token.as_deref().filter(|t| !t.is_empty()).map(ContinueToken::decode).transpose()?;
-    let exact_rv = match (&token, opts.resource_version_match.as_deref(), opts.resource_version.as_deref()) {
+    let token = opts
+        .continue_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .map(ContinueToken::decode)
+        .transpose()?;
+    let exact_rv = match (
+        &token,
+        opts.resource_version_match.as_deref(),
+        opts.resource_version.as_deref(),
+    ) {
         (Some(token), _, _) => Some(token.rv),
         (None, Some("Exact"), Some(rv)) => Some(parse_resource_version(rv)?),
         _ => None,
     };
     let (list_rv, candidates): (u64, Vec<(ObjectKey, Value)>) = match exact_rv {
         Some(rv) => {
-            let state = objs.state_at(resource, namespace, rv).map_err(|_| expired_list(token.is_some(), rv))?;
+            let state = objs
+                .state_at(resource, namespace, rv)
+                .map_err(|_| expired_list(token.is_some(), rv))?;
             (rv, state.into_iter().collect())
         }
         None => (
             objs.current_rv(),
-            objs.iter_resource(resource, namespace).map(|(k, v)| (k.clone(), v.clone())).collect(),
+            objs.iter_resource(resource, namespace)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         ),
     };
-    let start_after = token.as_ref().map(|t| (t.namespace.clone(), t.name.clone()));
+    let start_after = token
+        .as_ref()
+        .map(|t| (t.namespace.clone(), t.name.clone()));
     let mut items = Vec::new();
     let mut next = None;
     for (key, obj) in candidates {
@@ -88,7 +117,10 @@ pub fn list(objs: &Objects, resource: ResourceId, namespace: Option<&str>, opts:
         if !opts.selectors.matches(&obj) {
             continue;
         }
-        if opts.limit.is_some_and(|limit| limit > 0 && items.len() == limit) {
+        if opts
+            .limit
+            .is_some_and(|limit| limit > 0 && items.len() == limit)
+        {
             next = Some(ContinueToken {
                 rv: list_rv,
                 namespace: items_last_key(&items).0,
@@ -112,7 +144,10 @@ pub fn list(objs: &Objects, resource: ResourceId, namespace: Option<&str>, opts:
 
 fn items_last_key(items: &[Value]) -> (String, String) {
     let last = items.last().expect("a page that ends early has items");
-    (crate::meta::namespace(last).to_string(), crate::meta::name(last).to_string())
+    (
+        crate::meta::namespace(last).to_string(),
+        crate::meta::name(last).to_string(),
+    )
 }
 
 /// Items of a typed list carry no kind/apiVersion on the real server.
@@ -140,7 +175,11 @@ mod tests {
 
     #[test]
     fn continue_tokens_round_trip_and_reject_garbage() {
-        let token = ContinueToken { rv: 7, namespace: "d".into(), name: "x".into() };
+        let token = ContinueToken {
+            rv: 7,
+            namespace: "d".into(),
+            name: "x".into(),
+        };
         assert_eq!(ContinueToken::decode(&token.encode()).unwrap(), token);
         assert_eq!(ContinueToken::decode("garbage").unwrap_err().code, 400);
         assert_eq!(ContinueToken::decode("zz").unwrap_err().code, 400);

@@ -48,7 +48,10 @@ pub fn update(
     let mut causes = preserve_system_metadata(&current, &mut new);
     if meta::is_deleting(&current) {
         let old = meta::finalizers(&current);
-        let added: Vec<String> = meta::finalizers(&new).into_iter().filter(|f| !old.contains(f)).collect();
+        let added: Vec<String> = meta::finalizers(&new)
+            .into_iter()
+            .filter(|f| !old.contains(f))
+            .collect();
         if !added.is_empty() {
             let quoted: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
             causes.push(Cause::new(
@@ -72,10 +75,17 @@ pub fn update(
     match tracking {
         Tracking::Record(opts) => {
             meta::copy_field(&current, &mut new, "managedFields");
-            if let Some(manager) = opts.manager_for(&current).or(opts.field_manager.as_deref()) {
+            if let Some(manager) = opts.manager_for(&current) {
                 let subresource = target.status.then_some("status");
                 let timestamp = meta::format_time(now());
-                fieldset::record_update(&current, &mut new, manager, subresource, &info.api_version(), &timestamp);
+                fieldset::record_update(
+                    &current,
+                    &mut new,
+                    manager,
+                    subresource,
+                    &info.api_version(),
+                    &timestamp,
+                );
             }
         }
         Tracking::Precomputed => {}
@@ -88,8 +98,15 @@ pub fn update(
     }
     let grace_done = meta::deletion_grace_period(&current).unwrap_or(0) == 0;
     let namespace_finalized = info.kind != "Namespace"
-        || new.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
-    if meta::is_deleting(&current) && grace_done && meta::finalizers(&new).is_empty() && namespace_finalized {
+        || new
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+    if meta::is_deleting(&current)
+        && grace_done
+        && meta::finalizers(&new).is_empty()
+        && namespace_finalized
+    {
         // Upstream ShouldDeleteDuringUpdate: the update deletes the object. The response is the
         // updated object with the pre-delete resourceVersion; watchers get the stored state.
         objs.remove(&key);
@@ -100,7 +117,12 @@ pub fn update(
 
 /// What the body may change: status only through `/status` (plus labels and annotations for
 /// pods and PVCs, as observed on v1.20), everything but status through the main resource.
-fn split_subresource(info: &crate::resources::ResourceInfo, status: bool, current: &Value, body: Value) -> Value {
+fn split_subresource(
+    info: &crate::resources::ResourceInfo,
+    status: bool,
+    current: &Value,
+    body: Value,
+) -> Value {
     if status {
         if info.status_keeps_metadata {
             let mut new = body;
@@ -144,7 +166,12 @@ fn preserve_system_metadata(current: &Value, new: &mut Value) -> Vec<Cause> {
     {
         causes.push(immutable("deletionTimestamp", &json!(ts)));
     }
-    for field in ["uid", "creationTimestamp", "generation", "deletionTimestamp"] {
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "deletionTimestamp",
+    ] {
         meta::copy_field(current, new, field);
     }
     if meta::deletion_grace_period(current).is_some() {

@@ -50,7 +50,10 @@ impl Kubectl {
     fn new(t: &TestServer) -> Self {
         let kubeconfig = tempfile::NamedTempFile::new().unwrap();
         t.server.write_kubeconfig(kubeconfig.path()).unwrap();
-        Kubectl { kubeconfig, dir: tempfile::tempdir().unwrap() }
+        Kubectl {
+            kubeconfig,
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -71,7 +74,10 @@ impl Kubectl {
             .expect("kubectl runs");
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {stderr}\n{stdout}"
+        );
         stdout
     }
 
@@ -90,20 +96,43 @@ async fn kubectl_create_get_patch_delete_apply_watch() {
 
     let manifest = kubectl.write("manifest.yaml", MANIFEST);
     let out = kubectl.run(&["create", "-f", &manifest]).await;
-    assert!(out.contains("configmap/c1 created") && out.contains("persistentvolumeclaim/p1 created"), "{out}");
+    assert!(
+        out.contains("configmap/c1 created") && out.contains("persistentvolumeclaim/p1 created"),
+        "{out}"
+    );
 
-    let got: Value = serde_json::from_str(&kubectl.run(&["get", "configmap", "c1", "-o", "json"]).await).unwrap();
-    assert_eq!((got["kind"].as_str(), got["data"]["k"].as_str()), (Some("ConfigMap"), Some("v")));
+    let got: Value =
+        serde_json::from_str(&kubectl.run(&["get", "configmap", "c1", "-o", "json"]).await)
+            .unwrap();
+    assert_eq!(
+        (got["kind"].as_str(), got["data"]["k"].as_str()),
+        (Some("ConfigMap"), Some("v"))
+    );
     let listed = kubectl.run(&["get", "pvc", "-o", "name"]).await;
     assert_eq!(listed.trim(), "persistentvolumeclaim/p1");
 
-    kubectl.run(&["patch", "configmap", "c1", "--type", "merge", "-p", r#"{"data":{"k":"patched"}}"#]).await;
+    kubectl
+        .run(&[
+            "patch",
+            "configmap",
+            "c1",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"k":"patched"}}"#,
+        ])
+        .await;
     let configmaps = resources::by_plural("", "configmaps").unwrap();
-    assert_eq!(store.get(configmaps, "default", "c1").unwrap()["data"]["k"], "patched");
+    assert_eq!(
+        store.get(configmaps, "default", "c1").unwrap()["data"]["k"],
+        "patched"
+    );
 
     let out = kubectl.run(&["delete", "pvc", "p1", "--wait=false"]).await;
     assert!(out.contains("deleted"), "{out}");
-    let pvc = store.get(resources::persistent_volume_claims(), "default", "p1").expect("the finalizer keeps the PVC");
+    let pvc = store
+        .get(resources::persistent_volume_claims(), "default", "p1")
+        .expect("the finalizer keeps the PVC");
     assert!(pvc["metadata"]["deletionTimestamp"].is_string());
 
     let lease = kubectl.write("lease.yaml", LEASE);
@@ -116,16 +145,32 @@ async fn kubectl_create_get_patch_delete_apply_watch() {
 
     // Watch: kubectl prints the current object, then the change we make.
     let mut watch = kubectl
-        .command(&["get", "configmaps", "--watch", "-o", "name", "--request-timeout=20s"])
+        .command(&[
+            "get",
+            "configmaps",
+            "--watch",
+            "-o",
+            "name",
+            "--request-timeout=20s",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(first.as_deref(), Some("configmap/c1"));
-    let second_manifest = kubectl.write("c2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c2\n");
+    let second_manifest = kubectl.write(
+        "c2.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c2\n",
+    );
     kubectl.run(&["create", "-f", &second_manifest]).await;
-    let second = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
+    let second = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(second.as_deref(), Some("configmap/c2"));
     watch.kill().await.unwrap();
 

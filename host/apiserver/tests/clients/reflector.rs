@@ -18,7 +18,9 @@ fn create(store: &Store, name: &str, value: &str) {
     let mut body = configmap(name);
     body["data"]["k"] = json!(value);
     let configmaps = resources::by_plural("", "configmaps").unwrap();
-    store.create(configmaps, "default", body, &WriteOptions::default()).unwrap();
+    store
+        .create(configmaps, "default", body, &WriteOptions::default())
+        .unwrap();
 }
 
 /// What the reflector holds versus what the server holds: (name, value) pairs.
@@ -27,7 +29,12 @@ fn server_state(store: &Store) -> Vec<(String, String)> {
         .snapshot()
         .into_iter()
         .filter(|o| o["kind"] == "ConfigMap")
-        .map(|o| (o["metadata"]["name"].as_str().unwrap().to_string(), o["data"]["k"].as_str().unwrap().to_string()))
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+                o["data"]["k"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     state.sort();
     state
@@ -38,7 +45,12 @@ fn reflected_state(reader: &reflector::Store<ConfigMap>) -> Vec<(String, String)
         .state()
         .iter()
         .map(|cm| {
-            let value = cm.data.as_ref().and_then(|d| d.get("k")).cloned().unwrap_or_default();
+            let value = cm
+                .data
+                .as_ref()
+                .and_then(|d| d.get("k"))
+                .cloned()
+                .unwrap_or_default();
             (cm.metadata.name.clone().unwrap(), value)
         })
         .collect();
@@ -56,20 +68,26 @@ async fn run_reflector(t: &TestServer, config: watcher::Config) {
     let restarts = Arc::new(AtomicUsize::new(0));
     let expired = Arc::new(AtomicUsize::new(0));
     let (restarts_seen, expired_seen) = (restarts.clone(), expired.clone());
-    let task = tokio::spawn(reflector(writer, watcher(api, config)).for_each(move |event| {
-        match event {
-            Ok(watcher::Event::Init) => {
-                restarts_seen.fetch_add(1, Ordering::SeqCst);
+    let task = tokio::spawn(
+        reflector(writer, watcher(api, config)).for_each(move |event| {
+            match event {
+                Ok(watcher::Event::Init) => {
+                    restarts_seen.fetch_add(1, Ordering::SeqCst);
+                }
+                Err(watcher::Error::WatchError(status)) if status.code == 410 => {
+                    expired_seen.fetch_add(1, Ordering::SeqCst);
+                }
+                _ => {}
             }
-            Err(watcher::Error::WatchError(status)) if status.code == 410 => {
-                expired_seen.fetch_add(1, Ordering::SeqCst);
-            }
-            _ => {}
-        }
-        futures::future::ready(())
-    }));
+            futures::future::ready(())
+        }),
+    );
     reader.wait_until_ready().await.unwrap();
-    assert!(eventually(Duration::from_secs(5), async || reflected_state(&reader) == server_state(&store)).await);
+    assert!(
+        eventually(Duration::from_secs(5), async || reflected_state(&reader)
+            == server_state(&store))
+        .await
+    );
 
     // A burst larger than the history while the watch lags behind (delayed events), then an
     // explicit compaction: the watch cannot continue and must re-list.
@@ -78,17 +96,35 @@ async fn run_reflector(t: &TestServer, config: watcher::Config) {
     }
     store.compact();
     create(&store, "after-compaction", "2");
-    let converged = eventually(Duration::from_secs(15), async || reflected_state(&reader) == server_state(&store)).await;
-    assert!(converged, "reflector holds {} objects, server {}", reflected_state(&reader).len(), server_state(&store).len());
-    assert!(expired.load(Ordering::SeqCst) >= 1, "the watch saw the in-stream 410");
-    assert!(restarts.load(Ordering::SeqCst) >= 2, "the watcher re-listed");
+    let converged = eventually(Duration::from_secs(15), async || {
+        reflected_state(&reader) == server_state(&store)
+    })
+    .await;
+    assert!(
+        converged,
+        "reflector holds {} objects, server {}",
+        reflected_state(&reader).len(),
+        server_state(&store).len()
+    );
+    assert!(
+        expired.load(Ordering::SeqCst) >= 1,
+        "the watch saw the in-stream 410"
+    );
+    assert!(
+        restarts.load(Ordering::SeqCst) >= 2,
+        "the watcher re-listed"
+    );
     task.abort();
 }
 
 fn lagging_server() -> ServerConfig {
-    ServerConfig::new()
-        .history_limit(5)
-        .faults(FaultConfig::new().watch(WatchFault::new().resources(["configmaps"]).delay(Duration::from_millis(200))))
+    ServerConfig::new().history_limit(5).faults(
+        FaultConfig::new().watch(
+            WatchFault::new()
+                .resources(["configmaps"])
+                .delay(Duration::from_millis(200)),
+        ),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]

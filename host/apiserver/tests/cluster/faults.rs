@@ -15,20 +15,49 @@ fn with_faults(faults: FaultConfig) -> ServerConfig {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn injected_conflicts() {
-    let faults = FaultConfig::new().request(RequestFault::new().verbs([Verb::Patch, Verb::Update]).resources(["configmaps"]).conflict(1.0));
+    let faults = FaultConfig::new().request(
+        RequestFault::new()
+            .verbs([Verb::Patch, Verb::Update])
+            .resources(["configmaps"])
+            .conflict(1.0),
+    );
     let t = start(with_faults(faults)).await;
-    assert_eq!(t.post(CM, configmap("c")).await.code, 201, "creates are not affected");
-    let reply = t.patch(&format!("{CM}/c"), "application/merge-patch+json", json!({"data": {"k": "2"}})).await;
-    assert_eq!((reply.code, reply.body["reason"].as_str()), (409, Some("Conflict")));
-    assert_eq!(t.get(&format!("{CM}/c")).await.body["data"]["k"], "v", "nothing was written");
+    assert_eq!(
+        t.post(CM, configmap("c")).await.code,
+        201,
+        "creates are not affected"
+    );
+    let reply = t
+        .patch(
+            &format!("{CM}/c"),
+            "application/merge-patch+json",
+            json!({"data": {"k": "2"}}),
+        )
+        .await;
+    assert_eq!(
+        (reply.code, reply.body["reason"].as_str()),
+        (409, Some("Conflict"))
+    );
+    assert_eq!(
+        t.get(&format!("{CM}/c")).await.body["data"]["k"],
+        "v",
+        "nothing was written"
+    );
     assert_eq!(t.post(PVCS, pvc("p")).await.code, 201);
-    let reply = t.patch(&format!("{PVCS}/p"), "application/merge-patch+json", json!({"metadata": {"labels": {"a": "b"}}})).await;
+    let reply = t
+        .patch(
+            &format!("{PVCS}/p"),
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"a": "b"}}}),
+        )
+        .await;
     assert_eq!(reply.code, 200, "other resources are not affected");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn injected_server_errors_follow_the_fraction_and_seed() {
-    let faults = FaultConfig::new().request(RequestFault::new().verbs([Verb::Create]).server_error(0.5));
+    let faults =
+        FaultConfig::new().request(RequestFault::new().verbs([Verb::Create]).server_error(0.5));
     let run = async || {
         let t = start(with_faults(faults.clone())).await;
         let mut codes = Vec::new();
@@ -44,14 +73,22 @@ async fn injected_server_errors_follow_the_fraction_and_seed() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn injected_throttling_carries_retry_after_and_kube_retries() {
-    let always = FaultConfig::new().request(RequestFault::new().verbs([Verb::Get]).too_many_requests(1.0, 1));
+    let always = FaultConfig::new().request(
+        RequestFault::new()
+            .verbs([Verb::Get])
+            .too_many_requests(1.0, 1),
+    );
     let t = start(with_faults(always)).await;
     let reply = t.get(&format!("{CM}/x")).await;
     assert_eq!((reply.code, reply.retry_after.as_deref()), (429, Some("1")));
     assert_eq!(reply.body["reason"], "TooManyRequests");
 
     // kube's default retry policy honours it: with some requests throttled, a get succeeds.
-    let sometimes = FaultConfig::new().request(RequestFault::new().verbs([Verb::Get]).too_many_requests(0.5, 0));
+    let sometimes = FaultConfig::new().request(
+        RequestFault::new()
+            .verbs([Verb::Get])
+            .too_many_requests(0.5, 0),
+    );
     let t = start(with_faults(sometimes)).await;
     t.post(CM, configmap("c")).await;
     let api: Api<ConfigMap> = Api::namespaced(t.client.clone(), "default");
@@ -62,52 +99,103 @@ async fn injected_throttling_carries_retry_after_and_kube_retries() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn injected_latency() {
-    let faults = FaultConfig::new().request(RequestFault::new().verbs([Verb::List]).latency(Duration::from_millis(300)));
+    let faults = FaultConfig::new().request(
+        RequestFault::new()
+            .verbs([Verb::List])
+            .latency(Duration::from_millis(300)),
+    );
     let t = start(with_faults(faults)).await;
     let started = Instant::now();
     assert_eq!(t.get(CM).await.code, 200);
     assert!(started.elapsed() >= Duration::from_millis(300));
     let started = Instant::now();
     t.get(&format!("{CM}/x")).await;
-    assert!(started.elapsed() < Duration::from_millis(300), "gets are not slowed");
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "gets are not slowed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn dropped_watch_events() {
-    let faults = FaultConfig::new().watch(WatchFault::new().resources(["configmaps"]).drop_events(0.5));
+    let faults =
+        FaultConfig::new().watch(WatchFault::new().resources(["configmaps"]).drop_events(0.5));
     let t = start(with_faults(faults)).await;
     let from = t.server.store().current_resource_version();
     for i in 0..40 {
         t.post(CM, configmap(&format!("c{i}"))).await;
     }
-    let events = t.watch(&format!("{CM}?watch=1&resourceVersion={from}&timeoutSeconds=1"), 40, Duration::from_secs(3)).await;
-    assert!(events.len() > 5 && events.len() < 35, "about half of 40 events arrive, got {}", events.len());
-    let rvs: Vec<u64> = events.iter().map(|e| e["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()).collect();
-    assert!(rvs.windows(2).all(|w| w[0] < w[1]), "what arrives is still in order");
+    let events = t
+        .watch(
+            &format!("{CM}?watch=1&resourceVersion={from}&timeoutSeconds=1"),
+            40,
+            Duration::from_secs(3),
+        )
+        .await;
+    assert!(
+        events.len() > 5 && events.len() < 35,
+        "about half of 40 events arrive, got {}",
+        events.len()
+    );
+    let rvs: Vec<u64> = events
+        .iter()
+        .map(|e| {
+            e["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        rvs.windows(2).all(|w| w[0] < w[1]),
+        "what arrives is still in order"
+    );
     // Pods are not affected.
     let from = t.server.store().current_resource_version();
     for i in 0..5 {
         t.post(PODS, pod(&format!("p{i}"), None)).await;
     }
-    let events = t.watch(&format!("{PODS}?watch=1&resourceVersion={from}"), 5, Duration::from_secs(2)).await;
+    let events = t
+        .watch(
+            &format!("{PODS}?watch=1&resourceVersion={from}"),
+            5,
+            Duration::from_secs(2),
+        )
+        .await;
     assert_eq!(events.len(), 5);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn delayed_watch_events() {
-    let faults = FaultConfig::new().watch(WatchFault::new().resources(["pods"]).delay(Duration::from_millis(500)));
+    let faults = FaultConfig::new().watch(
+        WatchFault::new()
+            .resources(["pods"])
+            .delay(Duration::from_millis(500)),
+    );
     let t = start(with_faults(faults)).await;
     let from = t.server.store().current_resource_version();
     let written = Instant::now();
     t.post(PODS, pod("p", None)).await;
-    let events = t.watch(&format!("{PODS}?watch=1&resourceVersion={from}"), 1, Duration::from_secs(3)).await;
+    let events = t
+        .watch(
+            &format!("{PODS}?watch=1&resourceVersion={from}"),
+            1,
+            Duration::from_secs(3),
+        )
+        .await;
     assert_eq!(event_types(&events), vec!["ADDED"]);
     assert!(written.elapsed() >= Duration::from_millis(500));
     // ConfigMap events are on time.
     let from = t.server.store().current_resource_version();
     let written = Instant::now();
     t.post(CM, configmap("c")).await;
-    t.watch(&format!("{CM}?watch=1&resourceVersion={from}"), 1, Duration::from_secs(3)).await;
+    t.watch(
+        &format!("{CM}?watch=1&resourceVersion={from}"),
+        1,
+        Duration::from_secs(3),
+    )
+    .await;
     assert!(written.elapsed() < Duration::from_millis(400));
 }
 
@@ -120,9 +208,18 @@ async fn watch_streams_closed_after_n_events() {
         t.post(CM, configmap(&format!("c{i}"))).await;
     }
     let started = Instant::now();
-    let events = t.watch(&format!("{CM}?watch=1&resourceVersion={from}&timeoutSeconds=10"), 5, Duration::from_secs(5)).await;
+    let events = t
+        .watch(
+            &format!("{CM}?watch=1&resourceVersion={from}&timeoutSeconds=10"),
+            5,
+            Duration::from_secs(5),
+        )
+        .await;
     assert_eq!(events.len(), 2);
-    assert!(started.elapsed() < Duration::from_secs(2), "the server closed the stream");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the server closed the stream"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -131,7 +228,13 @@ async fn forced_compaction() {
     let t = start(with_faults(before_watch)).await;
     let from = t.server.store().current_resource_version();
     t.post(CM, configmap("c")).await;
-    let events = t.watch(&format!("{CM}?watch=1&resourceVersion={from}"), 2, Duration::from_secs(2)).await;
+    let events = t
+        .watch(
+            &format!("{CM}?watch=1&resourceVersion={from}"),
+            2,
+            Duration::from_secs(2),
+        )
+        .await;
     assert_eq!(event_types(&events), vec!["ERROR"]);
     assert_eq!(events[0]["object"]["code"], 410);
 
@@ -140,17 +243,30 @@ async fn forced_compaction() {
     let from = t.server.store().current_resource_version();
     t.post(CM, configmap("c")).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let events = t.watch(&format!("{CM}?watch=1&resourceVersion={from}"), 2, Duration::from_secs(2)).await;
+    let events = t
+        .watch(
+            &format!("{CM}?watch=1&resourceVersion={from}"),
+            2,
+            Duration::from_secs(2),
+        )
+        .await;
     assert_eq!(event_types(&events), vec!["ERROR"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn faults_from_a_yaml_file() {
     let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), "requests:\n  - verbs: [delete]\n    resources: [configmaps]\n    serverError: 1\n").unwrap();
+    std::fs::write(
+        file.path(),
+        "requests:\n  - verbs: [delete]\n    resources: [configmaps]\n    serverError: 1\n",
+    )
+    .unwrap();
     let faults = FaultConfig::from_file(file.path()).unwrap();
     let t = start(with_faults(faults)).await;
     t.post(CM, configmap("c")).await;
     let reply = t.delete(&format!("{CM}/c"), None).await;
-    assert_eq!((reply.code, reply.body["reason"].as_str()), (500, Some("InternalError")));
+    assert_eq!(
+        (reply.code, reply.body["reason"].as_str()),
+        (500, Some("InternalError"))
+    );
 }

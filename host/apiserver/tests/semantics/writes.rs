@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
-use rekon_apiserver::names::GENERATED_ALPHABET;
 use rekon_apiserver::ServerConfig;
+use rekon_apiserver::names::GENERATED_ALPHABET;
 use serde_json::json;
 
 use crate::support::*;
@@ -17,7 +17,10 @@ async fn row01_resource_version_is_one_global_increasing_integer() {
     let cm = t.post(CM, configmap("a")).await;
     let pod = t.post(PODS, pod("p", None)).await;
     assert_eq!((cm.code, pod.code), (201, 201));
-    assert!(cm.rv() > start && pod.rv() == cm.rv() + 1, "one counter for all kinds");
+    assert!(
+        cm.rv() > start && pod.rv() == cm.rv() + 1,
+        "one counter for all kinds"
+    );
     let mut body = cm.body.clone();
     body["data"]["k"] = json!("w");
     let updated = t.put(&format!("{CM}/a"), body).await;
@@ -25,9 +28,19 @@ async fn row01_resource_version_is_one_global_increasing_integer() {
     let deleted = t.delete(&format!("{CM}/a"), None).await;
     assert_eq!(deleted.code, 200);
     // The delete itself gets a new resourceVersion, carried by the DELETED event.
-    let events = t.watch(&format!("{CM}?watch=1&resourceVersion={}", updated.rv()), 1, Duration::from_secs(2)).await;
+    let events = t
+        .watch(
+            &format!("{CM}?watch=1&resourceVersion={}", updated.rv()),
+            1,
+            Duration::from_secs(2),
+        )
+        .await;
     assert_eq!(event_types(&events), vec!["DELETED"]);
-    let delete_rv: u64 = events[0]["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    let delete_rv: u64 = events[0]["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(delete_rv, updated.rv() + 1);
     let list = t.get(CM).await;
     assert_eq!(list.rv(), delete_rv);
@@ -50,20 +63,28 @@ async fn row02_put_with_a_stale_resource_version_is_a_conflict() {
         reply.body["message"],
         "Operation cannot be fulfilled on configmaps \"c\": the object has been modified; please apply your changes to the latest version and try again"
     );
-    assert_eq!(reply.body["details"], json!({"name": "c", "kind": "configmaps"}));
+    assert_eq!(
+        reply.body["details"],
+        json!({"name": "c", "kind": "configmaps"})
+    );
 
     // Without a resourceVersion the update is unconditional.
     let mut unconditional = configmap("c");
     unconditional["data"]["k"] = json!("3");
     let reply = t.put(&format!("{CM}/c"), unconditional).await;
-    assert_eq!((reply.code, reply.body["data"]["k"].as_str()), (200, Some("3")));
+    assert_eq!(
+        (reply.code, reply.body["data"]["k"].as_str()),
+        (200, Some("3"))
+    );
 
     // Through the kube client the conflict is kube::Error::Api with code 409.
     let api: Api<ConfigMap> = Api::namespaced(t.client.clone(), "default");
     let mut old: ConfigMap = serde_json::from_value(created.body).unwrap();
     old.data = Some([("k".to_string(), "4".to_string())].into());
     match api.replace("c", &PostParams::default(), &old).await {
-        Err(kube::Error::Api(status)) => assert_eq!((status.code, status.reason.as_str()), (409, "Conflict")),
+        Err(kube::Error::Api(status)) => {
+            assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"))
+        }
         other => panic!("expected a conflict, got {other:?}"),
     }
 }
@@ -78,7 +99,10 @@ async fn row07_generate_name_uses_the_alphabet_truncates_and_retries() {
     let name = first.body["metadata"]["name"].as_str().unwrap().to_string();
     assert_eq!(name.len(), 9);
     assert!(name.starts_with("gen-"));
-    assert!(name[4..].bytes().all(|b| GENERATED_ALPHABET.contains(&b)), "{name}");
+    assert!(
+        name[4..].bytes().all(|b| GENERATED_ALPHABET.contains(&b)),
+        "{name}"
+    );
 
     let mut long = configmap("");
     long["metadata"] = json!({"generateName": format!("{}-", "x".repeat(70))});
@@ -108,8 +132,14 @@ async fn row07_generate_name_uses_the_alphabet_truncates_and_retries() {
     let reply = t.post(CM, configmap("explicit")).await;
     assert_eq!(reply.code, 409);
     assert_eq!(reply.body["reason"], "AlreadyExists");
-    assert_eq!(reply.body["message"], "configmaps \"explicit\" already exists");
-    assert_eq!(reply.body["details"], json!({"name": "explicit", "kind": "configmaps"}));
+    assert_eq!(
+        reply.body["message"],
+        "configmaps \"explicit\" already exists"
+    );
+    assert_eq!(
+        reply.body["details"],
+        json!({"name": "explicit", "kind": "configmaps"})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -122,7 +152,11 @@ async fn row08_create_sets_system_fields() {
     let reply = t.post(CM, body).await;
     assert_eq!(reply.code, 201);
     let meta = &reply.body["metadata"];
-    assert!(meta["uid"].as_str().is_some_and(|u| u.len() == 36 && u != "client-uid"));
+    assert!(
+        meta["uid"]
+            .as_str()
+            .is_some_and(|u| u.len() == 36 && u != "client-uid")
+    );
     assert!(meta["creationTimestamp"].as_str().is_some());
     assert!(meta["resourceVersion"].as_str().is_some());
     assert!(meta.get("deletionTimestamp").is_none());
@@ -136,7 +170,10 @@ async fn row08_create_sets_system_fields() {
             json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "rc", "generation": 9}, "spec": {}}),
         )
         .await;
-    assert_eq!((claim.code, claim.body["metadata"]["generation"].as_i64()), (201, Some(1)));
+    assert_eq!(
+        (claim.code, claim.body["metadata"]["generation"].as_i64()),
+        (201, Some(1))
+    );
 
     // A pod's status is reset on create.
     let mut running = pod("p", Some("n1"));
@@ -149,7 +186,10 @@ async fn row08_create_sets_system_fields() {
     with_rv["metadata"]["resourceVersion"] = json!("5");
     let reply = t.post(CM, with_rv).await;
     assert_eq!(reply.code, 500);
-    assert_eq!(reply.body["message"], "resourceVersion should not be set on objects to be created");
+    assert_eq!(
+        reply.body["message"],
+        "resourceVersion should not be set on objects to be created"
+    );
     assert!(reply.body.get("reason").is_none());
     assert_eq!(reply.body["status"], "Failure");
 }
@@ -193,7 +233,8 @@ async fn row09_status_subresource_split() {
     assert!(reply.body["metadata"].get("labels").is_none());
     assert_eq!(reply.body["metadata"]["generation"], 1);
     let mut spec_change = reply.body.clone();
-    spec_change["spec"] = json!({"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}});
+    spec_change["spec"] =
+        json!({"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}});
     let reply = t.put(&format!("{claims}/rc"), spec_change).await;
     assert_eq!(reply.code, 200, "{}", reply.body);
     assert_eq!(reply.body["metadata"]["generation"], 2);
@@ -203,10 +244,15 @@ async fn row09_status_subresource_split() {
 #[tokio::test(flavor = "multi_thread")]
 async fn row22_create_in_a_missing_namespace_is_not_found() {
     let t = start_default().await;
-    let reply = t.post("/api/v1/namespaces/nope/configmaps", configmap("c")).await;
+    let reply = t
+        .post("/api/v1/namespaces/nope/configmaps", configmap("c"))
+        .await;
     assert_eq!(reply.code, 404);
     assert_eq!(reply.body["message"], "namespaces \"nope\" not found");
-    assert_eq!(reply.body["details"], json!({"name": "nope", "kind": "namespaces"}));
+    assert_eq!(
+        reply.body["details"],
+        json!({"name": "nope", "kind": "namespaces"})
+    );
     assert_eq!(t.get("/api/v1/namespaces/default").await.code, 200);
     assert_eq!(t.get("/api/v1/namespaces/kube-system").await.code, 200);
 }
@@ -222,9 +268,14 @@ async fn row24_errors_are_status_objects() {
                "message": "configmaps \"missing\" not found", "reason": "NotFound",
                "details": {"name": "missing", "kind": "configmaps"}, "code": 404})
     );
-    let reply = t.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/l").await;
+    let reply = t
+        .get("/apis/coordination.k8s.io/v1/namespaces/default/leases/l")
+        .await;
     assert_eq!(reply.body["details"]["group"], "coordination.k8s.io");
-    assert_eq!(reply.body["message"], "leases.coordination.k8s.io \"l\" not found");
+    assert_eq!(
+        reply.body["message"],
+        "leases.coordination.k8s.io \"l\" not found"
+    );
 
     let api: Api<ConfigMap> = Api::namespaced(t.client.clone(), "default");
     match api.get("missing").await {
@@ -239,24 +290,45 @@ async fn row24_errors_are_status_objects() {
 async fn invalid_bodies_are_rejected_naming_the_field() {
     let t = start_default().await;
     let reply = t.post(PODS, json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": "x"}})).await;
-    assert_eq!((reply.code, reply.body["reason"].as_str()), (400, Some("BadRequest")));
-    assert!(reply.body["message"].as_str().unwrap().contains("spec.containers"), "{}", reply.body);
+    assert_eq!(
+        (reply.code, reply.body["reason"].as_str()),
+        (400, Some("BadRequest"))
+    );
+    assert!(
+        reply.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("spec.containers"),
+        "{}",
+        reply.body
+    );
 
     let reply = t.post(CM, configmap("Bad_Name")).await;
     assert_eq!(reply.code, 422);
     assert_eq!(reply.body["reason"], "Invalid");
     assert_eq!(reply.body["details"]["kind"], "ConfigMap");
     assert_eq!(reply.body["details"]["causes"][0]["field"], "metadata.name");
-    assert_eq!(reply.body["details"]["causes"][0]["reason"], "FieldValueInvalid");
-    assert!(reply.body["message"].as_str().unwrap().starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\""));
+    assert_eq!(
+        reply.body["details"]["causes"][0]["reason"],
+        "FieldValueInvalid"
+    );
+    assert!(reply.body["message"].as_str().unwrap().starts_with(
+        "ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\""
+    ));
 
     let reply = t.post(PODS, json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}})).await;
     assert_eq!(reply.code, 422);
-    assert_eq!(reply.body["details"]["causes"][0]["field"], "spec.containers");
+    assert_eq!(
+        reply.body["details"]["causes"][0]["field"],
+        "spec.containers"
+    );
 
     let reply = t.post(CM, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "other"}})).await;
     assert_eq!(reply.code, 400);
-    assert_eq!(reply.body["message"], "the namespace of the provided object does not match the namespace sent on the request");
+    assert_eq!(
+        reply.body["message"],
+        "the namespace of the provided object does not match the namespace sent on the request"
+    );
 
     // Unknown fields are pruned, as the real server does for built-in kinds.
     let mut extra = configmap("extra");

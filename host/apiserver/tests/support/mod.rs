@@ -20,10 +20,16 @@ pub struct TestServer {
 }
 
 pub async fn start(config: ServerConfig) -> TestServer {
-    let server = ApiServer::start(config, "127.0.0.1:0".parse().unwrap()).await.expect("server starts");
+    let server = ApiServer::start(config, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("server starts");
     let client = client_for(&server, true);
     let raw = client_for(&server, false);
-    TestServer { server, client, raw }
+    TestServer {
+        server,
+        client,
+        raw,
+    }
 }
 
 pub async fn start_default() -> TestServer {
@@ -46,14 +52,26 @@ pub struct Reply {
 
 impl Reply {
     pub fn rv(&self) -> u64 {
-        self.body["metadata"]["resourceVersion"].as_str().expect("reply has a resourceVersion").parse().unwrap()
+        self.body["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("reply has a resourceVersion")
+            .parse()
+            .unwrap()
     }
 }
 
 impl TestServer {
-    pub async fn request(&self, method: Method, path: &str, content_type: &str, body: Option<Value>) -> Reply {
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Option<Value>,
+    ) -> Reply {
         let bytes = match body {
-            Some(v) if content_type == "application/apply-patch+yaml" => serde_json::to_vec(&v).unwrap(),
+            Some(v) if content_type == "application/apply-patch+yaml" => {
+                serde_json::to_vec(&v).unwrap()
+            }
             Some(v) => serde_json::to_vec(&v).unwrap(),
             None => Vec::new(),
         };
@@ -69,42 +87,65 @@ impl TestServer {
             .headers()
             .get("retry-after")
             .map(|v| v.to_str().unwrap().to_string());
-        let bytes = response.into_body().collect_bytes().await.expect("body is read");
+        let bytes = response
+            .into_body()
+            .collect_bytes()
+            .await
+            .expect("body is read");
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Reply { code, body, retry_after }
+        Reply {
+            code,
+            body,
+            retry_after,
+        }
     }
 
     pub async fn get(&self, path: &str) -> Reply {
-        self.request(Method::GET, path, "application/json", None).await
+        self.request(Method::GET, path, "application/json", None)
+            .await
     }
 
     pub async fn post(&self, path: &str, body: Value) -> Reply {
-        self.request(Method::POST, path, "application/json", Some(body)).await
+        self.request(Method::POST, path, "application/json", Some(body))
+            .await
     }
 
     pub async fn put(&self, path: &str, body: Value) -> Reply {
-        self.request(Method::PUT, path, "application/json", Some(body)).await
+        self.request(Method::PUT, path, "application/json", Some(body))
+            .await
     }
 
     pub async fn patch(&self, path: &str, content_type: &str, body: Value) -> Reply {
-        self.request(Method::PATCH, path, content_type, Some(body)).await
+        self.request(Method::PATCH, path, content_type, Some(body))
+            .await
     }
 
     pub async fn delete(&self, path: &str, options: Option<Value>) -> Reply {
-        self.request(Method::DELETE, path, "application/json", options).await
+        self.request(Method::DELETE, path, "application/json", options)
+            .await
     }
 
     /// Opens a watch and collects events until `count` arrived, `limit` passed or the server
     /// closed the stream. Panics on a non-2xx answer.
     pub async fn watch(&self, path_and_query: &str, count: usize, limit: Duration) -> Vec<Value> {
-        let request = Request::builder().method(Method::GET).uri(path_and_query).body(Vec::new()).unwrap();
-        let stream = self.raw.request_stream(request).await.expect("watch is answered with 200");
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(path_and_query)
+            .body(Vec::new())
+            .unwrap();
+        let stream = self
+            .raw
+            .request_stream(request)
+            .await
+            .expect("watch is answered with 200");
         let mut lines = Box::pin(stream.lines());
         let mut events = Vec::new();
         let deadline = tokio::time::Instant::now() + limit;
         while events.len() < count {
             match tokio::time::timeout_at(deadline, lines.next()).await {
-                Ok(Some(Ok(line))) => events.push(serde_json::from_str(&line).expect("watch lines are JSON")),
+                Ok(Some(Ok(line))) => {
+                    events.push(serde_json::from_str(&line).expect("watch lines are JSON"))
+                }
                 _ => break,
             }
         }

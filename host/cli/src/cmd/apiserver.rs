@@ -46,7 +46,9 @@ fn parse_kubelet(text: &str) -> Result<KubeletMode, String> {
 
 /// `500ms`, `2s`, `1m`.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let value: u64 = number
         .parse()
@@ -55,7 +57,9 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => Ok(Duration::from_millis(value)),
         "s" | "" => Ok(Duration::from_secs(value)),
         "m" => Ok(Duration::from_secs(value * 60)),
-        _ => Err(format!("unknown duration unit {unit:?} in {text:?} (use ms, s or m)")),
+        _ => Err(format!(
+            "unknown duration unit {unit:?} in {text:?} (use ms, s or m)"
+        )),
     }
 }
 
@@ -70,8 +74,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let seed_objects = match &args.state {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read state file {}", path.display()))?;
-            rekon_apiserver::load_yaml_documents(&text).with_context(|| format!("invalid state file {}", path.display()))?
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read state file {}", path.display()))?;
+            rekon_apiserver::load_yaml_documents(&text)
+                .with_context(|| format!("invalid state file {}", path.display()))?
         }
         None => Vec::new(),
     };
@@ -85,7 +91,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         server.write_kubeconfig(path)?;
         eprintln!("kubeconfig written to {}", path.display());
     }
-    eprintln!("rekon apiserver listening on {} ({count} objects loaded); Ctrl-C to stop", server.url());
+    eprintln!(
+        "rekon apiserver listening on {} ({count} objects loaded); Ctrl-C to stop",
+        server.url()
+    );
     wait_for_signal().await?;
     eprintln!("shutting down");
     server.shutdown().await;
@@ -110,8 +119,14 @@ mod tests {
     fn kubelet_modes() {
         assert_eq!(parse_kubelet("off"), Ok(KubeletMode::Off));
         assert_eq!(parse_kubelet("instant"), Ok(KubeletMode::Instant));
-        assert_eq!(parse_kubelet("250ms"), Ok(KubeletMode::Delay(Duration::from_millis(250))));
-        assert_eq!(parse_kubelet("2s"), Ok(KubeletMode::Delay(Duration::from_secs(2))));
+        assert_eq!(
+            parse_kubelet("250ms"),
+            Ok(KubeletMode::Delay(Duration::from_millis(250)))
+        );
+        assert_eq!(
+            parse_kubelet("2s"),
+            Ok(KubeletMode::Delay(Duration::from_secs(2)))
+        );
         assert!(parse_kubelet("soon").is_err());
     }
 }

@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let guest = args.guest.load()?;
+    let guest = args.guest.load(Some(args.decision.world()))?;
     let value: serde_json::Value = guest_io::read_file(&args.input)?;
     let input = AnyInput::from_value(args.decision, value).with_context(|| {
         format!(
@@ -30,8 +30,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.decision
         )
     })?;
-    let decision = guest_io::decide(&guest, input)
-        .map_err(|err| err.with_key(args.input.display().to_string()))?;
+    let decision = guest_io::decide(&guest, input).with_context(|| {
+        format!(
+            "{}: decision `{}` failed",
+            args.input.display(),
+            args.decision
+        )
+    })?;
     println!("{}", decision.to_pretty_json());
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `rekon run`: the controllers against a cluster (kubeconfig / in-cluster), or
-//! against the embedded API server with `--embedded`.
+//! against the embedded API server with `--embedded`; with `/metrics`,
+//! `/healthz`, `/readyz`, optional leader election and graceful shutdown.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,8 +13,9 @@ use kube::config::KubeConfigOptions;
 use rekon_apiserver::KubeletMode;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
-use rekon_controllers::observe::NoObserver;
 use rekon_machinery::queue::QueueConfig;
+use rekon_ops::leader::default_identity;
+use rekon_ops::{ElectionConfig, GuestStatus, Health, LeaderElector, Metrics, OpsServer, Supervision};
 use rekon_simulate::{ClusterOptions, EmbeddedCluster};
 
 #[derive(clap::Args)]
@@ -45,10 +47,58 @@ pub struct Args {
     /// Append the decision journal (JSON lines) to this file.
     #[arg(long)]
     journal: Option<PathBuf>,
+    /// Address of /metrics, /healthz and /readyz [default: 0.0.0.0:8080, or
+    /// 127.0.0.1:8080 with --embedded].
+    #[arg(long)]
+    metrics_addr: Option<std::net::SocketAddr>,
+    /// Reconcile only while holding a coordination.k8s.io/v1 Lease (run several replicas).
+    #[arg(long)]
+    leader_elect: bool,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = "rekon-controllers")]
+    lease_name: String,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    lease_namespace: String,
+    /// How long a standby waits after the leader's last renewal before taking over.
+    #[arg(long, default_value_t = 15.0)]
+    lease_duration_seconds: f64,
+    /// The leader stops reconciling when it could not renew for this long.
+    #[arg(long, default_value_t = 10.0)]
+    renew_deadline_seconds: f64,
+    /// Time between attempts to acquire or renew the Lease.
+    #[arg(long, default_value_t = 2.0)]
+    retry_period_seconds: f64,
+    /// On SIGTERM, reconciles in flight get this long to finish.
+    #[arg(long, default_value_t = 10)]
+    shutdown_grace_seconds: u64,
+}
+
+/// Where `/metrics` listens when `--metrics-addr` is not given.
+fn default_metrics_addr(embedded: bool) -> std::net::SocketAddr {
+    let ip = if embedded { [127, 0, 0, 1] } else { [0, 0, 0, 0] };
+    (ip, 8080).into()
+}
+
+fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value).with_context(|| format!("--{flag}: {value} is not a duration in seconds"))
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let deciders = crate::guests::load_deciders(args.guests.as_deref())?;
+    let metrics = Arc::new(Metrics::new());
+    let health = Arc::new(Health::new());
+    let metrics_addr = args.metrics_addr.unwrap_or_else(|| default_metrics_addr(args.embedded));
+    let ops = OpsServer::start(metrics_addr, metrics.clone(), health.clone()).await?;
+    tracing::info!(addr = %ops.local_addr(), "serving /metrics, /healthz and /readyz");
+
+    let active = [
+        (rekon_controllers::pvc_protection::NAME, deciders.pvc.current().info()),
+        (rekon_controllers::resource_claim::NAME, deciders.claim.current().info()),
+    ];
+    for (controller, guest) in active {
+        metrics.active_module(controller, &guest.name, &guest.digest);
+    }
+    health.set_guests_loaded(true);
     let mut embedded = None;
     let client = if args.embedded {
         let cluster = EmbeddedCluster::start_at(
@@ -75,6 +125,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         external_client(args.kubeconfig.as_deref(), args.context.as_deref()).await?
     };
+    let (deciders, _watching) = crate::guests::serve(args.guests.as_deref(), &args.modules, client.clone()).await?;
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::with_sink(Box::new(
             std::fs::OpenOptions::new()
@@ -85,17 +136,43 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         )),
         None => Journal::new(),
     });
-    let host = Host::start(
-        client.clone(),
-        HostConfig {
-            workers: args.workers,
-            pvc_decider: deciders.pvc,
-            claim_decider: deciders.claim,
-            journal,
-            queue: QueueConfig::default(),
-            observer: Arc::new(NoObserver),
-        },
-    );
+    for controller in [rekon_controllers::pvc_protection::NAME, rekon_controllers::resource_claim::NAME] {
+        metrics.register_controller(controller);
+    }
+    let start_host = {
+        let (client, metrics) = (client.clone(), metrics.clone());
+        move || {
+            Host::start(
+                client.clone(),
+                HostConfig {
+                    workers: args.workers,
+                    pvc_decider: deciders.pvc.clone(),
+                    claim_decider: deciders.claim.clone(),
+                    journal: journal.clone(),
+                    queue: QueueConfig::default(),
+                    observer: metrics.clone(),
+                },
+            )
+        }
+    };
+    let supervision = Supervision {
+        metrics: metrics.clone(),
+        health: health.clone(),
+        shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
+    };
+    let elector = if args.leader_elect {
+        let config = ElectionConfig {
+            lease_duration: seconds("lease-duration-seconds", args.lease_duration_seconds)?,
+            renew_deadline: seconds("renew-deadline-seconds", args.renew_deadline_seconds)?,
+            retry_period: seconds("retry-period-seconds", args.retry_period_seconds)?,
+            ..ElectionConfig::new(&args.lease_name, &args.lease_namespace, default_identity())
+        };
+        tracing::info!(lease = %args.lease_name, namespace = %args.lease_namespace, identity = %config.identity,
+            "leader election on");
+        Some(LeaderElector::new(client.clone(), config)?)
+    } else {
+        None
+    };
     if args.demo {
         anyhow::ensure!(args.embedded, "--demo needs --embedded");
         let demo_client = client.clone();
@@ -105,9 +182,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         });
     }
-    shutdown_signal().await;
-    tracing::info!("shutting down: finishing reconciles in flight");
-    host.shutdown(Duration::from_secs(10)).await;
+    match elector {
+        Some(elector) => supervision.run_elected(elector, start_host, shutdown_signal()).await,
+        None => supervision.run(start_host, shutdown_signal()).await,
+    }
+    ops.stop().await;
     if let Some(cluster) = embedded {
         cluster.server.shutdown().await;
     }

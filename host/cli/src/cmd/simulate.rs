@@ -64,7 +64,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => Some(FaultConfig::from_file(path).map_err(|e| anyhow::anyhow!("faults file {}: {e}", path.display()))?),
         None => None,
     };
-    let deciders = crate::guests::load_deciders(args.guests.as_deref())?;
+    let deciders = crate::guests::load_deciders(args.guests.as_deref()).await?;
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::with_sink(Box::new(
             std::fs::File::create(path).with_context(|| format!("creating journal {}", path.display()))?,

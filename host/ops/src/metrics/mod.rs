@@ -228,3 +228,119 @@ impl GuestStatus for Metrics {
             .inc();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rekon_controllers::decider::GuestInfo;
+    use rekon_controllers::observe::{DecisionFailure, Observer, ReconcileResult};
+
+    use super::*;
+
+    /// The value of the sample line that starts with `series` (name and labels).
+    fn sample(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    fn guest(name: &str) -> GuestInfo {
+        GuestInfo {
+            name: name.into(),
+            digest: "sha256:aa".into(),
+        }
+    }
+
+    #[test]
+    fn reconciles_are_counted_by_controller_and_result() {
+        let m = Metrics::new();
+        m.register_controller("pvc-protection");
+        let text = m.encode();
+        let success = r#"controller_runtime_reconcile_total{controller="pvc-protection",result="success"}"#;
+        assert_eq!(sample(&text, success), Some(0.0), "pre-registered at zero:\n{text}");
+
+        m.reconciled("pvc-protection", ReconcileResult::Success, Duration::from_millis(3));
+        m.reconciled("pvc-protection", ReconcileResult::Error, Duration::from_millis(30));
+        let text = m.encode();
+        assert_eq!(sample(&text, success), Some(1.0));
+        let error = r#"controller_runtime_reconcile_total{controller="pvc-protection",result="error"}"#;
+        assert_eq!(sample(&text, error), Some(1.0));
+        let errors = r#"controller_runtime_reconcile_errors_total{controller="pvc-protection"}"#;
+        assert_eq!(sample(&text, errors), Some(1.0));
+        let count = r#"controller_runtime_reconcile_time_seconds_count{controller="pvc-protection"}"#;
+        assert_eq!(sample(&text, count), Some(2.0));
+        let fast = r#"controller_runtime_reconcile_time_seconds_bucket{le="0.005",controller="pvc-protection"}"#;
+        assert_eq!(sample(&text, fast), Some(1.0), "3 ms falls in the first bucket:\n{text}");
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn queue_hooks_feed_the_workqueue_families() {
+        let m = Metrics::new();
+        let q = m.queue_metrics("resource-claim");
+        q.added();
+        q.added();
+        q.depth(1);
+        q.retried();
+        q.queue_duration(Duration::from_micros(50));
+        q.work_duration(Duration::from_millis(2));
+        let text = m.encode();
+        assert_eq!(sample(&text, r#"workqueue_adds_total{name="resource-claim"}"#), Some(2.0));
+        assert_eq!(sample(&text, r#"workqueue_depth{name="resource-claim"}"#), Some(1.0));
+        assert_eq!(sample(&text, r#"workqueue_retries_total{name="resource-claim"}"#), Some(1.0));
+        assert_eq!(sample(&text, r#"workqueue_queue_duration_seconds_count{name="resource-claim"}"#), Some(1.0));
+        assert_eq!(sample(&text, r#"workqueue_work_duration_seconds_sum{name="resource-claim"}"#), Some(0.002));
+    }
+
+    #[test]
+    fn decision_failures_are_counted_per_guest_and_kind() {
+        let m = Metrics::new();
+        let g = guest("pvc-v2");
+        m.decided("pvc-protection", &g, Duration::from_micros(20), None);
+        m.decided("pvc-protection", &g, Duration::from_micros(20), Some(DecisionFailure::Trap));
+        m.decided("pvc-protection", &g, Duration::from_millis(100), Some(DecisionFailure::Deadline));
+        m.decided("pvc-protection", &g, Duration::from_micros(5), Some(DecisionFailure::Memory));
+        m.decided("pvc-protection", &g, Duration::from_micros(5), Some(DecisionFailure::Other));
+        let text = m.encode();
+        let labels = r#"{controller="pvc-protection",guest="pvc-v2"}"#;
+        assert_eq!(sample(&text, &format!("rekon_decision_duration_seconds_count{labels}")), Some(5.0));
+        assert_eq!(sample(&text, &format!("rekon_guest_traps_total{labels}")), Some(1.0));
+        assert_eq!(sample(&text, &format!("rekon_guest_deadline_exceeded_total{labels}")), Some(1.0));
+        assert_eq!(sample(&text, &format!("rekon_guest_memory_exceeded_total{labels}")), Some(1.0));
+    }
+
+    #[test]
+    fn the_info_metric_follows_the_active_module() {
+        let m = Metrics::new();
+        m.active_module("pvc-protection", "pvc", "sha256:01");
+        m.active_module("resource-claim", "claim", "sha256:02");
+        m.active_module("pvc-protection", "pvc", "sha256:03");
+        let text = m.encode();
+        let mut info: Vec<&str> = text.lines().filter(|l| l.starts_with("rekon_guest_info{")).collect();
+        info.sort();
+        assert_eq!(
+            info,
+            [
+                r#"rekon_guest_info{controller="pvc-protection",guest="pvc",digest="sha256:03"} 1"#,
+                r#"rekon_guest_info{controller="resource-claim",guest="claim",digest="sha256:02"} 1"#,
+            ],
+            "one series per controller, the swapped-out digest gone:\n{text}"
+        );
+        assert!(!text.contains("sha256:01"));
+    }
+
+    #[test]
+    fn shadow_decisions_and_leadership_are_reported() {
+        let m = Metrics::new();
+        m.shadow_decision("resource-claim", ShadowOutcome::Agree);
+        m.shadow_decision("resource-claim", ShadowOutcome::Agree);
+        m.shadow_decision("resource-claim", ShadowOutcome::Differ);
+        m.set_leader("rekon-controllers", true);
+        let text = m.encode();
+        assert_eq!(sample(&text, r#"rekon_shadow_decisions_total{controller="resource-claim",result="agree"}"#), Some(2.0));
+        assert_eq!(sample(&text, r#"rekon_shadow_decisions_total{controller="resource-claim",result="differ"}"#), Some(1.0));
+        assert_eq!(sample(&text, r#"leader_election_master_status{name="rekon-controllers"}"#), Some(1.0));
+        m.set_leader("rekon-controllers", false);
+        assert_eq!(sample(&m.encode(), r#"leader_election_master_status{name="rekon-controllers"}"#), Some(0.0));
+    }
+}

@@ -66,6 +66,17 @@ fn deleting_pod_gets_nothing() {
 }
 
 #[test]
+fn done_pod_gets_no_claims_even_when_its_claim_was_deleted() {
+    for phase in [PodPhase::Succeeded, PodPhase::Failed] {
+        let mut pod = with_template_claim(pod("p"), "gpu", "tpl");
+        pod.phase = phase;
+        let mut input = input(pod);
+        input.templates.push(template("tpl"));
+        assert_eq!(decide_pod(&input), nothing(), "{phase:?}");
+    }
+}
+
+#[test]
 fn pod_without_claims_gets_nothing() {
     assert_eq!(decide_pod(&input(pod("p"))), nothing());
     assert_eq!(decide_pod(&input(scheduled(pod("p")))), nothing());

@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# rekon: the host binary plus the reference guests, on a small non-root runtime.
+#
+#   docker build -t rekon:dev .
+#
+# The image also carries the reference guests in /usr/share/rekon/guests (a
+# ready `--guests` directory for a quick try); in the cluster the guests come
+# from the rekon-guests ConfigMap mounted at /etc/rekon/guests.
+
+FROM rust:1.95-bookworm AS build
+WORKDIR /src
+RUN rustup target add wasm32-wasip2
+COPY . .
+# Cache the registry and the target dir between builds; copy results out of the cache.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --locked --profile guest --target wasm32-wasip2 \
+        -p rekon-guest-pvc-protection -p rekon-guest-resource-claim \
+ && cargo build --locked --release -p rekon \
+ && mkdir -p /out/guests \
+ && cp target/release/rekon /out/rekon \
+ && cp target/wasm32-wasip2/guest/rekon_guest_pvc_protection.wasm /out/guests/pvc-protection.wasm \
+ && cp target/wasm32-wasip2/guest/rekon_guest_resource_claim.wasm /out/guests/resource-claim.wasm
+
+# distroless/cc: glibc + libgcc, no shell, uid 65532 ("nonroot").
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /out/rekon /usr/local/bin/rekon
+COPY --from=build /out/guests /usr/share/rekon/guests
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/rekon"]
+CMD ["run", "--guests", "/etc/rekon/guests"]

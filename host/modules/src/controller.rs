@@ -1,0 +1,356 @@
+//! The module versions of one controller: what serves, what runs in shadow,
+//! what a rollback returns to, and the rules for changing them. Publishing is
+//! one store into the controller's [`Slot`]; decisions in flight keep the
+//! decider they took.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use rekon_controllers::decider::{
+    ClaimDecider, DecideError, GuestInfo, PvcDecider, ShadowTally, Shadowed, Slot,
+};
+use rekon_controllers::observe::DecisionFailure;
+use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
+use rekon_runtime::World;
+
+use crate::config::{AutoRollback, Mode};
+use crate::digest::ModuleDigest;
+use crate::report::ModuleEvent;
+use crate::served::{Guard, RecentInputs, Served};
+use crate::source::{ControllerPlan, Fingerprint};
+use crate::status::{ControllerStatus, VersionStatus};
+use crate::version::ModuleVersion;
+
+/// The slot a controller of the host reads its decider from.
+#[derive(Clone)]
+pub enum ControllerSlot {
+    Pvc(Arc<Slot<dyn PvcDecider>>),
+    Claim(Arc<Slot<dyn ClaimDecider>>),
+}
+
+impl ControllerSlot {
+    fn empty(world: World) -> Self {
+        match world {
+            World::PvcProtection => Self::Pvc(Arc::new(Slot::new(Arc::new(Unloaded) as Arc<dyn PvcDecider>))),
+            World::ResourceClaim => Self::Claim(Arc::new(Slot::new(Arc::new(Unloaded) as Arc<dyn ClaimDecider>))),
+        }
+    }
+
+    fn publish(
+        &self,
+        serving: &Arc<ModuleVersion>,
+        shadow: Option<&Shadow>,
+        guard: Arc<Guard>,
+        recent: Arc<RecentInputs>,
+    ) {
+        match self {
+            Self::Pvc(slot) => {
+                let serving: Arc<dyn PvcDecider> = serving.clone();
+                let inner = match shadow {
+                    Some(s) => Arc::new(Shadowed::new(serving, s.version.clone() as Arc<dyn PvcDecider>, s.tally.clone())),
+                    None => serving,
+                };
+                slot.swap(Arc::new(Served::new(inner, guard, recent)));
+            }
+            Self::Claim(slot) => {
+                let serving: Arc<dyn ClaimDecider> = serving.clone();
+                let inner = match shadow {
+                    Some(s) => Arc::new(Shadowed::new(serving, s.version.clone() as Arc<dyn ClaimDecider>, s.tally.clone())),
+                    None => serving,
+                };
+                slot.swap(Arc::new(Served::new(inner, guard, recent)));
+            }
+        }
+    }
+}
+
+/// Makes the callback a version's guard calls when automatic rollback is due;
+/// given the publication serial, so a late trip of a replaced version is ignored.
+pub type TripFactory<'a> = &'a dyn Fn(u64) -> Box<dyn Fn(u64, u64) + Send + Sync>;
+
+struct Active {
+    version: Arc<ModuleVersion>,
+    guard: Arc<Guard>,
+    since: DateTime<Utc>,
+}
+
+#[derive(Clone)]
+struct Shadow {
+    version: Arc<ModuleVersion>,
+    tally: Arc<ShadowTally>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Increments at every publication.
+    serial: u64,
+    /// The plan serving now, and the last plan refused (not retried until it changes).
+    applied: Option<Fingerprint>,
+    refused: Option<String>,
+    active: Option<Active>,
+    shadow: Option<Shadow>,
+    fallback: Option<Arc<ModuleVersion>>,
+    policy: Option<AutoRollback>,
+    mode: Mode,
+    pinned: bool,
+    /// Versions rolled back automatically: never served again by this process.
+    blocked: BTreeSet<ModuleDigest>,
+    swaps: u64,
+    rejections: u64,
+    rollbacks: u64,
+    last_error: Option<(String, DateTime<Utc>)>,
+}
+
+pub struct Controller {
+    world: World,
+    slot: ControllerSlot,
+    recent: Arc<RecentInputs>,
+    shadow_differences_kept: usize,
+    state: Mutex<State>,
+}
+
+/// What [`Controller::prepare`] decided.
+pub enum Preparation {
+    /// The plan is what serves already (or was refused already).
+    Unchanged,
+    Refused(String),
+    /// Load these and then [`Controller::commit`].
+    Load(ControllerPlan),
+}
+
+impl Controller {
+    pub fn new(world: World, recent_inputs: usize, shadow_differences_kept: usize) -> Self {
+        Self {
+            world,
+            slot: ControllerSlot::empty(world),
+            recent: Arc::new(RecentInputs::new(recent_inputs)),
+            shadow_differences_kept,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    pub fn world(&self) -> World {
+        self.world
+    }
+
+    pub fn slot(&self) -> &ControllerSlot {
+        &self.slot
+    }
+
+    pub fn recent(&self) -> &Arc<RecentInputs> {
+        &self.recent
+    }
+
+    pub fn is_serving(&self) -> bool {
+        self.state.lock().unwrap().active.is_some()
+    }
+
+    /// Whether `plan` needs loading; refuses what cannot serve.
+    pub fn prepare(&self, plan: ControllerPlan) -> Preparation {
+        let state = self.state.lock().unwrap();
+        let fingerprint = plan.fingerprint();
+        if state.applied.as_ref() == Some(&fingerprint) || state.refused.as_ref() == Some(&format!("{fingerprint:?}")) {
+            return Preparation::Unchanged;
+        }
+        if state.blocked.contains(&plan.serving.digest) {
+            return Preparation::Refused(format!(
+                "{} (sha256 {}) was rolled back automatically; ship a new build or restart rekon to retry it",
+                plan.serving.path.display(),
+                plan.serving.digest
+            ));
+        }
+        Preparation::Load(plan)
+    }
+
+    /// An already loaded version with this digest and the plan's limits.
+    pub fn loaded(&self, plan: &ControllerPlan, digest: &ModuleDigest) -> Option<Arc<ModuleVersion>> {
+        let state = self.state.lock().unwrap();
+        let candidates = state
+            .active
+            .as_ref()
+            .map(|a| &a.version)
+            .into_iter()
+            .chain(state.shadow.as_ref().map(|s| &s.version))
+            .chain(state.fallback.as_ref());
+        candidates
+            .filter(|v| v.digest() == digest && v.limits() == plan.limits)
+            .next()
+            .cloned()
+    }
+
+    /// Whether serving `digest` would change the serving version (and so needs a canary replay).
+    pub fn serves(&self, digest: &ModuleDigest) -> bool {
+        let state = self.state.lock().unwrap();
+        state.active.as_ref().is_some_and(|a| a.version.digest() == digest)
+    }
+
+    /// Publishes a loaded plan.
+    pub fn commit(
+        &self,
+        plan: &ControllerPlan,
+        serving: Arc<ModuleVersion>,
+        shadow: Option<Arc<ModuleVersion>>,
+        fallback: Option<Arc<ModuleVersion>>,
+        trip: TripFactory<'_>,
+    ) -> ModuleEvent {
+        let mut state = self.state.lock().unwrap();
+        let replaced = state.active.as_ref().map(|a| a.version.clone());
+        // Without a configured previous version, the one being replaced is the rollback target.
+        let fallback = fallback.or_else(|| replaced.clone().filter(|r| r.digest() != serving.digest()));
+        let shadow = shadow.map(|version| match &state.shadow {
+            Some(kept) if kept.version.digest() == version.digest() => kept.clone(),
+            _ => Shadow {
+                version,
+                tally: Arc::new(ShadowTally::new(self.shadow_differences_kept)),
+            },
+        });
+        state.applied = Some(plan.fingerprint());
+        state.refused = None;
+        state.fallback = fallback;
+        state.policy = plan.auto_rollback;
+        state.mode = plan.mode;
+        state.pinned = plan.pinned;
+        self.publish(&mut state, serving.clone(), shadow, trip);
+        ModuleEvent::Activated {
+            controller: self.world,
+            version: serving.id().to_string(),
+            replaced: replaced.filter(|r| r.digest() != serving.digest()).map(|r| r.id().to_string()),
+            shadow: state.shadow.as_ref().map(|s| s.version.id().to_string()),
+        }
+    }
+
+    fn publish(&self, state: &mut State, serving: Arc<ModuleVersion>, shadow: Option<Shadow>, trip: TripFactory<'_>) {
+        state.serial += 1;
+        let guard = Arc::new(Guard::new(state.policy, trip(state.serial)));
+        self.slot.publish(&serving, shadow.as_ref(), guard.clone(), self.recent.clone());
+        state.active = Some(Active {
+            version: serving,
+            guard,
+            since: Utc::now(),
+        });
+        state.shadow = shadow;
+        state.swaps += 1;
+    }
+
+    /// Records a refusal; `plan` (when there was one) is not retried until it changes.
+    pub fn refuse(&self, plan: Option<&ControllerPlan>, reason: String) -> Option<ModuleEvent> {
+        let mut state = self.state.lock().unwrap();
+        let key = plan.map(|p| format!("{:?}", p.fingerprint())).unwrap_or_else(|| reason.clone());
+        if state.refused.as_ref() == Some(&key) {
+            return None;
+        }
+        state.refused = Some(key);
+        state.rejections += 1;
+        state.last_error = Some((reason.clone(), Utc::now()));
+        Some(ModuleEvent::Rejected {
+            controller: self.world,
+            reason,
+        })
+    }
+
+    /// Automatic rollback of publication `serial`, called from the decision
+    /// that crossed the failure threshold.
+    pub fn roll_back(&self, serial: u64, decisions: u64, failures: u64, trip: TripFactory<'_>) -> Option<ModuleEvent> {
+        let mut state = self.state.lock().unwrap();
+        if state.serial != serial {
+            return None;
+        }
+        let failing = state.active.as_ref()?.version.clone();
+        let Some(fallback) = state.fallback.take() else {
+            let event = ModuleEvent::RollbackImpossible {
+                controller: self.world,
+                version: failing.id().to_string(),
+                decisions,
+                failures,
+            };
+            state.last_error = Some((event.note(), Utc::now()));
+            return Some(event);
+        };
+        state.blocked.insert(failing.digest().clone());
+        state.rollbacks += 1;
+        let event = ModuleEvent::RolledBack {
+            controller: self.world,
+            from: failing.id().to_string(),
+            to: fallback.id().to_string(),
+            decisions,
+            failures,
+        };
+        state.last_error = Some((event.note(), Utc::now()));
+        let shadow = state.shadow.clone();
+        self.publish(&mut state, fallback, shadow, trip);
+        Some(event)
+    }
+
+    pub fn status(&self) -> ControllerStatus {
+        let state = self.state.lock().unwrap();
+        let version = |v: &ModuleVersion| VersionStatus {
+            name: v.id().name().to_string(),
+            sha256: v.digest().to_string(),
+            path: v.path().display().to_string(),
+        };
+        let tally = state.shadow.as_ref().map(|s| &s.tally);
+        ControllerStatus {
+            active: state.active.as_ref().map(|a| version(&a.version)),
+            active_since: state.active.as_ref().map(|a| a.since),
+            shadow: state.shadow.as_ref().map(|s| version(&s.version)),
+            previous: state.fallback.as_deref().map(version),
+            mode: state.mode,
+            pinned: state.pinned,
+            swaps: state.swaps,
+            rejections: state.rejections,
+            rollbacks: state.rollbacks,
+            decisions: state.active.as_ref().map_or(0, |a| a.guard.decisions()),
+            failures: state.active.as_ref().map_or(0, |a| a.guard.failures()),
+            shadow_agreed: tally.map_or(0, |t| t.agreed()),
+            shadow_differed: tally.map_or(0, |t| t.differed()),
+            shadow_failed: tally.map_or(0, |t| t.failed()),
+            last_error: state.last_error.as_ref().map(|(e, _)| e.clone()),
+            last_error_at: state.last_error.as_ref().map(|(_, at)| *at),
+        }
+    }
+
+    /// The current shadow's tally, for `rekon diff` and tests.
+    pub fn shadow_tally(&self) -> Option<Arc<ShadowTally>> {
+        self.state.lock().unwrap().shadow.as_ref().map(|s| s.tally.clone())
+    }
+}
+
+/// What a slot holds before the first version is published; never seen by the
+/// host, because [`crate::Modules::open`] fails unless every controller serves.
+struct Unloaded;
+
+fn unloaded() -> DecideError {
+    DecideError {
+        guest: "none".into(),
+        message: "no decision module loaded".into(),
+        failure: DecisionFailure::Other,
+    }
+}
+
+impl PvcDecider for Unloaded {
+    fn info(&self) -> GuestInfo {
+        GuestInfo {
+            name: "none".into(),
+            digest: "none".into(),
+        }
+    }
+
+    fn decide(&self, _key: &str, _input: PvcInput) -> Result<PvcDecision, DecideError> {
+        Err(unloaded())
+    }
+}
+
+impl ClaimDecider for Unloaded {
+    fn info(&self) -> GuestInfo {
+        PvcDecider::info(self)
+    }
+
+    fn decide_pod(&self, _key: &str, _input: PodInput) -> Result<PodDecision, DecideError> {
+        Err(unloaded())
+    }
+
+    fn decide_claim(&self, _key: &str, _input: ClaimInput) -> Result<ClaimDecision, DecideError> {
+        Err(unloaded())
+    }
+}

@@ -1,0 +1,308 @@
+//! [`Modules`]: the decision modules of every controller, loaded from the
+//! guests directory and kept current by [`Modules::reload`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use rekon_controllers::decider::{ClaimDecider, PvcDecider, ShadowTally, Slot};
+use rekon_runtime::{Engine, EngineConfig, World};
+
+use crate::cache::{CacheError, PrecompiledCache};
+use crate::canary;
+use crate::config::Mode;
+use crate::controller::{Controller, ControllerSlot, Preparation};
+use crate::load::{LoadError, Loader};
+use crate::report::Reporter;
+use crate::source::{ControllerPlan, ModuleFile, read_plan};
+use crate::status::Status;
+use crate::version::ModuleVersion;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModulesError {
+    #[error("starting the wasm engine: {0}")]
+    Engine(#[from] rekon_runtime::EngineError),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error("{controller}: no module could be loaded from {dir}: {reason}")]
+    NotServing {
+        controller: World,
+        dir: String,
+        reason: String,
+    },
+}
+
+/// How [`Modules`] runs.
+pub struct ModulesOptions {
+    /// The guests directory (guests.yaml and the modules, or a mounted ConfigMap).
+    pub dir: PathBuf,
+    /// Keep precompiled modules here across restarts.
+    pub cache_dir: Option<PathBuf>,
+    /// Write the [`Status`] here as JSON after every change.
+    pub status_file: Option<PathBuf>,
+    pub engine: EngineConfig,
+    /// Recent inputs replayed on a new version before it serves (0: no canary replay).
+    pub canary_inputs: usize,
+    /// Shadow differences kept for the status and `rekon diff`.
+    pub shadow_differences_kept: usize,
+    /// Record Kubernetes Events on rekon's own Pod (POD_NAME, POD_NAMESPACE).
+    pub events: Option<kube::Client>,
+}
+
+impl ModulesOptions {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            cache_dir: None,
+            status_file: None,
+            engine: EngineConfig::default(),
+            canary_inputs: 64,
+            shadow_differences_kept: 100,
+            events: None,
+        }
+    }
+}
+
+/// What one reload did for one controller.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    Unchanged,
+    /// A new set of versions was published; `serving` is its id.
+    Published { serving: String },
+    Refused(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReloadReport {
+    pub changes: Vec<(World, Change)>,
+}
+
+impl ReloadReport {
+    pub fn change(&self, world: World) -> &Change {
+        &self.changes.iter().find(|(w, _)| *w == world).expect("every world reported").1
+    }
+}
+
+/// Cheap to clone; every clone manages the same modules.
+#[derive(Clone)]
+pub struct Modules {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    dir: PathBuf,
+    loader: Loader,
+    reporter: Reporter,
+    controllers: Vec<Arc<Controller>>,
+    /// One reload at a time (watch events, periodic rescans, explicit calls).
+    reloading: tokio::sync::Mutex<()>,
+}
+
+impl Modules {
+    /// Loads every controller's modules; fails unless each has one that serves.
+    pub async fn open(options: ModulesOptions) -> Result<Self, ModulesError> {
+        let engine = Engine::new(options.engine)?;
+        let cache = PrecompiledCache::new(engine.compatibility_hash(), options.cache_dir.as_deref())?;
+        let controllers = World::ALL
+            .into_iter()
+            .map(|w| Arc::new(Controller::new(w, options.canary_inputs, options.shadow_differences_kept)))
+            .collect();
+        let modules = Self {
+            shared: Arc::new(Shared {
+                dir: options.dir,
+                loader: Loader::new(engine, cache),
+                reporter: Reporter::new(options.status_file, options.events),
+                controllers,
+                reloading: tokio::sync::Mutex::new(()),
+            }),
+        };
+        let report = modules.reload().await;
+        for controller in &modules.shared.controllers {
+            if !controller.is_serving() {
+                let reason = match report.change(controller.world()) {
+                    Change::Refused(reason) => reason.clone(),
+                    other => format!("{other:?}"),
+                };
+                return Err(ModulesError::NotServing {
+                    controller: controller.world(),
+                    dir: modules.shared.dir.display().to_string(),
+                    reason,
+                });
+            }
+        }
+        Ok(modules)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    pub fn engine(&self) -> &Engine {
+        self.shared.loader.engine()
+    }
+
+    /// The slot the pvc-protection controller decides from.
+    pub fn pvc(&self) -> Arc<Slot<dyn PvcDecider>> {
+        match self.controller(World::PvcProtection).slot() {
+            ControllerSlot::Pvc(slot) => slot.clone(),
+            ControllerSlot::Claim(_) => unreachable!("the pvc-protection controller has a pvc slot"),
+        }
+    }
+
+    /// The slot the resource-claim controller decides from.
+    pub fn claim(&self) -> Arc<Slot<dyn ClaimDecider>> {
+        match self.controller(World::ResourceClaim).slot() {
+            ControllerSlot::Claim(slot) => slot.clone(),
+            ControllerSlot::Pvc(_) => unreachable!("the resource-claim controller has a claim slot"),
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        Status {
+            controllers: self
+                .shared
+                .controllers
+                .iter()
+                .map(|c| (c.world().name().to_string(), c.status()))
+                .collect(),
+        }
+    }
+
+    /// The tally of the shadow currently running beside `world`'s active version.
+    pub fn shadow_tally(&self, world: World) -> Option<Arc<ShadowTally>> {
+        self.controller(world).shadow_tally()
+    }
+
+    /// Reads the guests directory again and publishes what changed. Anything
+    /// that fails a check is refused and reported; the old version keeps serving.
+    pub async fn reload(&self) -> ReloadReport {
+        let _one_at_a_time = self.shared.reloading.lock().await;
+        let dir = self.shared.dir.clone();
+        let defaults = self.engine().config().default_limits;
+        let plan = tokio::task::spawn_blocking(move || read_plan(&dir, defaults))
+            .await
+            .expect("reading the guests directory does not panic");
+        let mut changes = Vec::new();
+        match plan {
+            Err(err) => {
+                for controller in &self.shared.controllers {
+                    changes.push((controller.world(), self.refuse(controller, None, err.to_string())));
+                }
+            }
+            Ok(plan) => {
+                for (world, plan) in plan.controllers {
+                    let controller = self.controller(world).clone();
+                    let change = match plan {
+                        Err(err) => self.refuse(&controller, None, err.to_string()),
+                        Ok(plan) => self.apply(&controller, plan).await,
+                    };
+                    changes.push((world, change));
+                }
+            }
+        }
+        if changes.iter().any(|(_, c)| *c != Change::Unchanged) {
+            self.shared.reporter.status(&self.status());
+        }
+        ReloadReport { changes }
+    }
+
+    fn controller(&self, world: World) -> &Arc<Controller> {
+        self.shared
+            .controllers
+            .iter()
+            .find(|c| c.world() == world)
+            .expect("a controller per world")
+    }
+
+    fn refuse(&self, controller: &Controller, plan: Option<&ControllerPlan>, reason: String) -> Change {
+        if let Some(event) = controller.refuse(plan, reason.clone()) {
+            self.shared.reporter.event(&event);
+        }
+        Change::Refused(reason)
+    }
+
+    async fn apply(&self, controller: &Arc<Controller>, plan: ControllerPlan) -> Change {
+        let plan = match controller.prepare(plan) {
+            Preparation::Unchanged => return Change::Unchanged,
+            Preparation::Refused(reason) => return self.refuse(controller, None, reason),
+            Preparation::Load(plan) => plan,
+        };
+        let loaded = async {
+            let serving = self.load(controller, &plan, &plan.serving).await?;
+            let shadow = match &plan.shadow {
+                Some(file) => Some(self.load(controller, &plan, file).await?),
+                None => None,
+            };
+            let fallback = match &plan.fallback {
+                Some(file) => Some(self.load(controller, &plan, file).await?),
+                None => None,
+            };
+            Ok::<_, String>((serving, shadow, fallback))
+        };
+        let (serving, shadow, fallback) = match loaded.await {
+            Ok(loaded) => loaded,
+            Err(reason) => return self.refuse(controller, Some(&plan), reason),
+        };
+        // Only a new version taking over in mode active is replayed: the other
+        // modes serve the previous, known version.
+        if plan.mode == Mode::Active && !controller.serves(serving.digest()) {
+            let (version, inputs) = (serving.clone(), controller.recent().snapshot());
+            let replay = tokio::task::spawn_blocking(move || canary::replay(&version, &inputs))
+                .await
+                .expect("canary replay does not panic");
+            if let Err(failure) = replay {
+                let reason = format!("{}: {failure}", serving.id());
+                return self.refuse(controller, Some(&plan), reason);
+            }
+        }
+        let trip = self.trip_factory(controller.world());
+        let event = controller.commit(&plan, serving.clone(), shadow, fallback, &*trip);
+        self.shared.reporter.event(&event);
+        Change::Published {
+            serving: serving.id().to_string(),
+        }
+    }
+
+    /// A loaded version for `file`: reused when already loaded, else loaded off
+    /// the reconcile path.
+    async fn load(
+        &self,
+        controller: &Controller,
+        plan: &ControllerPlan,
+        file: &ModuleFile,
+    ) -> Result<Arc<ModuleVersion>, String> {
+        if let Some(version) = controller.loaded(plan, &file.digest) {
+            return Ok(version);
+        }
+        let (shared, world, limits, file) = (self.shared.clone(), plan.world, plan.limits, file.clone());
+        let loaded = tokio::task::spawn_blocking(move || shared.loader.load(world, limits, &file))
+            .await
+            .expect("loading a module does not panic");
+        loaded.map(Arc::new).map_err(|err: LoadError| err.to_string())
+    }
+
+    /// Callbacks for the guards of `world`'s versions: roll back and report.
+    fn trip_factory(&self, world: World) -> Box<dyn Fn(u64) -> Box<dyn Fn(u64, u64) + Send + Sync>> {
+        let shared = Arc::downgrade(&self.shared);
+        Box::new(move |serial| {
+            let shared = shared.clone();
+            Box::new(move |decisions, failures| roll_back(&shared, world, serial, decisions, failures))
+        })
+    }
+}
+
+fn roll_back(shared: &Weak<Shared>, world: World, serial: u64, decisions: u64, failures: u64) {
+    let Some(shared) = shared.upgrade() else { return };
+    let modules = Modules { shared };
+    let controller = modules.controller(world).clone();
+    let trip = modules.trip_factory(world);
+    if let Some(event) = controller.roll_back(serial, decisions, failures, &*trip) {
+        modules.shared.reporter.event(&event);
+        modules.shared.reporter.status(&modules.status());
+    }
+}
+
+impl std::fmt::Debug for Modules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Modules").field("dir", &self.shared.dir).finish_non_exhaustive()
+    }
+}

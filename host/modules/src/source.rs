@@ -1,0 +1,321 @@
+//! Reading the guests directory into what each controller should run: the
+//! configuration, the module files it names, each checked against its pinned
+//! digest before anything is compiled.
+//!
+//! A mounted ConfigMap changes by an atomic swap of the `..data` symlink; the
+//! whole directory is read through one resolution of it, so a configuration
+//! and the modules it pins always come from the same generation.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rekon_runtime::{Limits, World};
+
+use crate::config::{AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode, ModuleRef};
+use crate::digest::ModuleDigest;
+
+/// The symlink kubelet swaps atomically in a mounted ConfigMap or Secret.
+const CONFIGMAP_DATA: &str = "..data";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{path}: cannot read: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error(
+        "{controller}: {path} has sha256 {actual}, but guests.yaml pins {expected}; \
+         the module was not loaded"
+    )]
+    DigestMismatch {
+        controller: World,
+        path: String,
+        expected: ModuleDigest,
+        actual: ModuleDigest,
+    },
+    #[error("{controller}: no module in {dir}: expected {expected} or a guests.yaml naming one")]
+    NoModule {
+        controller: World,
+        dir: String,
+        expected: String,
+    },
+}
+
+/// A module file as read, with the digest of its bytes.
+#[derive(Clone)]
+pub struct ModuleFile {
+    /// Guest name for logs and the journal: the file stem.
+    pub name: String,
+    pub path: PathBuf,
+    pub bytes: Arc<[u8]>,
+    pub digest: ModuleDigest,
+}
+
+impl std::fmt::Debug for ModuleFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, sha256 {})", self.name, self.path.display(), self.digest.short())
+    }
+}
+
+/// What one controller should run.
+#[derive(Debug, Clone)]
+pub struct ControllerPlan {
+    pub world: World,
+    /// Decides and is applied.
+    pub serving: ModuleFile,
+    /// Decides beside `serving`, never applied.
+    pub shadow: Option<ModuleFile>,
+    /// Kept loaded; automatic rollback republishes it.
+    pub fallback: Option<ModuleFile>,
+    pub mode: Mode,
+    pub limits: Limits,
+    pub auto_rollback: Option<AutoRollback>,
+    /// Whether a guests.yaml pinned the digests (else they are only logged).
+    pub pinned: bool,
+}
+
+/// Identifies a plan: equal fingerprints need no reload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fingerprint {
+    serving: ModuleDigest,
+    shadow: Option<ModuleDigest>,
+    fallback: Option<ModuleDigest>,
+    mode: Mode,
+    limits: Limits,
+    auto_rollback: Option<(u64, u64)>,
+}
+
+impl ControllerPlan {
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint {
+            serving: self.serving.digest.clone(),
+            shadow: self.shadow.as_ref().map(|m| m.digest.clone()),
+            fallback: self.fallback.as_ref().map(|m| m.digest.clone()),
+            mode: self.mode,
+            limits: self.limits,
+            auto_rollback: self
+                .auto_rollback
+                .map(|p| (p.max_failure_fraction.to_bits(), p.min_decisions)),
+        }
+    }
+}
+
+/// One read of the guests directory.
+pub struct DirPlan {
+    /// Per world, in [`World::ALL`] order: the plan, or why it could not be read.
+    pub controllers: Vec<(World, Result<ControllerPlan, SourceError>)>,
+}
+
+/// Conventional module file names, used without guests.yaml.
+pub fn conventional_names(world: World) -> [&'static str; 2] {
+    match world {
+        World::PvcProtection => ["pvc-protection.wasm", "rekon_guest_pvc_protection.wasm"],
+        World::ResourceClaim => ["resource-claim.wasm", "rekon_guest_resource_claim.wasm"],
+    }
+}
+
+/// Reads the directory. Fails as a whole only when guests.yaml is unreadable or
+/// invalid; a bad module fails its controller's plan alone.
+pub fn read_plan(dir: &Path, defaults: Limits) -> Result<DirPlan, SourceError> {
+    let root = generation_root(dir);
+    let config_path = root.join(CONFIG_FILE);
+    let config = match std::fs::read_to_string(&config_path) {
+        Ok(text) => Some(GuestsConfig::parse(&config_path.display().to_string(), &text)?),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(SourceError::Read {
+                path: config_path.display().to_string(),
+                source,
+            });
+        }
+    };
+    let controllers = World::ALL
+        .into_iter()
+        .map(|world| {
+            let plan = match config.as_ref().and_then(|c| c.controller(world)) {
+                Some(controller) => configured(&root, world, controller, defaults),
+                None => conventional(&root, world, defaults),
+            };
+            (world, plan)
+        })
+        .collect();
+    Ok(DirPlan { controllers })
+}
+
+/// The directory every file is read from: the current generation of a mounted
+/// ConfigMap, or the directory itself.
+fn generation_root(dir: &Path) -> PathBuf {
+    let data = dir.join(CONFIGMAP_DATA);
+    match std::fs::canonicalize(&data) {
+        Ok(resolved) if resolved.is_dir() => resolved,
+        _ => dir.to_path_buf(),
+    }
+}
+
+fn configured(
+    root: &Path,
+    world: World,
+    config: &ControllerConfig,
+    defaults: Limits,
+) -> Result<ControllerPlan, SourceError> {
+    let module = ModuleRef {
+        module: config.module.clone(),
+        sha256: config.sha256.clone(),
+    };
+    let read = |m: &ModuleRef| read_pinned(root, world, m);
+    let optional = |m: &Option<ModuleRef>| m.as_ref().map(read).transpose();
+    let (serving, shadow, fallback) = match config.mode {
+        Mode::Active => (read(&module)?, optional(&config.shadow)?, optional(&config.previous)?),
+        Mode::Shadow => (optional(&config.previous)?.expect("validated"), Some(read(&module)?), None),
+        Mode::Rollback => (optional(&config.previous)?.expect("validated"), None, None),
+    };
+    Ok(ControllerPlan {
+        world,
+        serving,
+        shadow,
+        fallback,
+        mode: config.mode,
+        limits: config.limits(defaults),
+        auto_rollback: config.auto_rollback,
+        pinned: true,
+    })
+}
+
+fn conventional(root: &Path, world: World, defaults: Limits) -> Result<ControllerPlan, SourceError> {
+    let names = conventional_names(world);
+    let path = names
+        .iter()
+        .map(|n| root.join(n))
+        .find(|p| p.is_file())
+        .ok_or_else(|| SourceError::NoModule {
+            controller: world,
+            dir: root.display().to_string(),
+            expected: names.join(" or "),
+        })?;
+    let serving = read_module(&path)?;
+    tracing::info!(controller = %world, module = %path.display(), sha256 = %serving.digest,
+        "module not pinned (no guests.yaml); pin this digest in guests.yaml for production");
+    Ok(ControllerPlan {
+        world,
+        serving,
+        shadow: None,
+        fallback: None,
+        mode: Mode::Active,
+        limits: defaults,
+        auto_rollback: None,
+        pinned: false,
+    })
+}
+
+fn read_pinned(root: &Path, world: World, module: &ModuleRef) -> Result<ModuleFile, SourceError> {
+    let file = read_module(&root.join(&module.module))?;
+    if file.digest != module.sha256 {
+        return Err(SourceError::DigestMismatch {
+            controller: world,
+            path: file.path.display().to_string(),
+            expected: module.sha256.clone(),
+            actual: file.digest,
+        });
+    }
+    Ok(file)
+}
+
+fn read_module(path: &Path) -> Result<ModuleFile, SourceError> {
+    let bytes = std::fs::read(path).map_err(|source| SourceError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(ModuleFile {
+        name: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: path.to_path_buf(),
+        digest: ModuleDigest::of(&bytes),
+        bytes: bytes.into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, bytes: &[u8]) {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+
+    fn plan(dir: &Path, world: World) -> Result<ControllerPlan, SourceError> {
+        let mut plan = read_plan(dir, Limits::default()).unwrap();
+        let index = World::ALL.iter().position(|w| *w == world).unwrap();
+        plan.controllers.remove(index).1
+    }
+
+    #[test]
+    fn without_guests_yaml_the_conventional_files_serve_unpinned() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "rekon_guest_pvc_protection.wasm", b"pvc");
+        let pvc = plan(dir.path(), World::PvcProtection).unwrap();
+        assert_eq!(pvc.serving.name, "rekon_guest_pvc_protection");
+        assert_eq!(pvc.serving.digest, ModuleDigest::of(b"pvc"));
+        assert!(!pvc.pinned);
+        let err = plan(dir.path(), World::ResourceClaim).unwrap_err().to_string();
+        assert!(err.contains("resource-claim.wasm or rekon_guest_resource_claim.wasm"), "{err}");
+    }
+
+    #[test]
+    fn a_pinned_module_with_other_bytes_is_refused_before_compiling() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "v2.wasm", b"tampered");
+        let pinned = ModuleDigest::of(b"original");
+        write(dir.path(), CONFIG_FILE, format!("pvc-protection: {{module: v2.wasm, sha256: {pinned}}}\n").as_bytes());
+        let err = plan(dir.path(), World::PvcProtection).unwrap_err();
+        assert!(matches!(err, SourceError::DigestMismatch { .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("v2.wasm") && text.contains(pinned.hex()), "{text}");
+    }
+
+    #[test]
+    fn modes_choose_what_serves() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "new.wasm", b"new");
+        write(dir.path(), "old.wasm", b"old");
+        let (new, old) = (ModuleDigest::of(b"new"), ModuleDigest::of(b"old"));
+        for (mode, serving, shadow, fallback) in [
+            ("active", &new, None, Some(&old)),
+            ("shadow", &old, Some(&new), None),
+            ("rollback", &old, None, None),
+        ] {
+            let config = format!(
+                "pvc-protection:\n  module: new.wasm\n  sha256: {new}\n  mode: {mode}\n  \
+                 previous: {{module: old.wasm, sha256: {old}}}\n"
+            );
+            write(dir.path(), CONFIG_FILE, config.as_bytes());
+            let plan = plan(dir.path(), World::PvcProtection).unwrap();
+            assert_eq!(&plan.serving.digest, serving, "{mode}");
+            assert_eq!(plan.shadow.as_ref().map(|m| &m.digest), shadow, "{mode}");
+            assert_eq!(plan.fallback.as_ref().map(|m| &m.digest), fallback, "{mode}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn reads_one_configmap_generation_through_the_data_symlink() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let generation = |name: &str, content: &[u8]| {
+            let g = dir.path().join(name);
+            std::fs::create_dir(&g).unwrap();
+            write(&g, "pvc-protection.wasm", content);
+        };
+        generation("..2026_01", b"v1");
+        generation("..2026_02", b"v2");
+        symlink("..2026_01", dir.path().join(CONFIGMAP_DATA)).unwrap();
+        symlink("..data/pvc-protection.wasm", dir.path().join("pvc-protection.wasm")).unwrap();
+        assert_eq!(plan(dir.path(), World::PvcProtection).unwrap().serving.digest, ModuleDigest::of(b"v1"));
+
+        // What kubelet does: a new symlink renamed over ..data.
+        symlink("..2026_02", dir.path().join("..data_tmp")).unwrap();
+        std::fs::rename(dir.path().join("..data_tmp"), dir.path().join(CONFIGMAP_DATA)).unwrap();
+        assert_eq!(plan(dir.path(), World::PvcProtection).unwrap().serving.digest, ModuleDigest::of(b"v2"));
+    }
+}

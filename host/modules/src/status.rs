@@ -1,0 +1,69 @@
+//! What rekon reports about its modules: per controller the serving, shadow and
+//! previous versions, swaps, rejections, rollbacks, shadow agreement, the last
+//! error. Read by the metrics endpoint and written as the `--status-file`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::Mode;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionStatus {
+    pub name: String,
+    pub sha256: String,
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerStatus {
+    /// The version whose decisions are applied.
+    pub active: Option<VersionStatus>,
+    pub active_since: Option<DateTime<Utc>>,
+    /// The candidate deciding beside it, if any.
+    pub shadow: Option<VersionStatus>,
+    /// What automatic rollback would republish.
+    pub previous: Option<VersionStatus>,
+    pub mode: Mode,
+    /// Whether guests.yaml pins the digests.
+    pub pinned: bool,
+    /// Versions published (the first load included).
+    pub swaps: u64,
+    /// Configurations or modules refused; the old version kept serving.
+    pub rejections: u64,
+    /// Automatic rollbacks.
+    pub rollbacks: u64,
+    /// Decisions of the active version since it was activated, and how many
+    /// trapped or overran their deadline or memory cap.
+    pub decisions: u64,
+    pub failures: u64,
+    pub shadow_agreed: u64,
+    pub shadow_differed: u64,
+    pub shadow_failed: u64,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    /// Keyed by controller name (`pvc-protection`, `resource-claim`).
+    pub controllers: BTreeMap<String, ControllerStatus>,
+}
+
+impl Status {
+    pub fn controller(&self, name: &str) -> Option<&ControllerStatus> {
+        self.controllers.get(name)
+    }
+
+    /// Writes the status as JSON, atomically (write then rename).
+    pub fn write_to(&self, path: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(self).expect("status serialises");
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, json)?;
+        std::fs::rename(tmp, path)
+    }
+}

@@ -1,0 +1,97 @@
+//! One loaded version of a decision module, named by the digest of the module
+//! bytes that were pinned and verified (not of their precompiled form).
+
+use std::path::{Path, PathBuf};
+
+use rekon_controllers::decider::{ClaimDecider, DecideError, GuestInfo, PvcDecider, guest_call, guest_error};
+use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
+use rekon_runtime::{GuestId, GuestPre, Limits, RuntimeError, World};
+
+use crate::digest::ModuleDigest;
+
+pub struct ModuleVersion {
+    id: GuestId,
+    digest: ModuleDigest,
+    path: PathBuf,
+    guest: GuestPre,
+}
+
+impl ModuleVersion {
+    /// `id` must name the module bytes `guest` was compiled from.
+    pub(crate) fn new(id: GuestId, path: PathBuf, guest: GuestPre) -> Self {
+        let digest = id.digest().parse().expect("GuestId digests are sha256 hex");
+        Self {
+            id,
+            digest,
+            path,
+            guest,
+        }
+    }
+
+    pub fn id(&self) -> &GuestId {
+        &self.id
+    }
+
+    pub fn digest(&self) -> &ModuleDigest {
+        &self.digest
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn world(&self) -> World {
+        self.guest.world()
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.guest.limits()
+    }
+
+    pub fn guest(&self) -> &GuestPre {
+        &self.guest
+    }
+
+    pub fn info(&self) -> GuestInfo {
+        GuestInfo {
+            name: self.id.name().to_string(),
+            digest: self.id.digest().to_string(),
+        }
+    }
+
+    /// Names this version (not the precompiled bytes) in a failure.
+    fn error(&self, key: &str, mut err: RuntimeError) -> DecideError {
+        err.guest = self.id.clone();
+        guest_error(key, err)
+    }
+}
+
+impl std::fmt::Debug for ModuleVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.id, self.path.display())
+    }
+}
+
+impl PvcDecider for ModuleVersion {
+    fn info(&self) -> GuestInfo {
+        ModuleVersion::info(self)
+    }
+
+    fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
+        guest_call(|| self.guest.decide_pvc(input.clone())).map_err(|e| self.error(key, e))
+    }
+}
+
+impl ClaimDecider for ModuleVersion {
+    fn info(&self) -> GuestInfo {
+        ModuleVersion::info(self)
+    }
+
+    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
+        guest_call(|| self.guest.decide_pod(input.clone())).map_err(|e| self.error(key, e))
+    }
+
+    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
+        guest_call(|| self.guest.decide_claim(input.clone())).map_err(|e| self.error(key, e))
+    }
+}
