@@ -54,7 +54,8 @@ impl Replica {
             health: health.clone(),
             shutdown_grace: Duration::from_secs(5),
         };
-        let (client, observer, host_journal) = (cluster.client.clone(), metrics.clone(), journal.clone());
+        let (client, observer, host_journal) =
+            (cluster.client.clone(), metrics.clone(), journal.clone());
         let start = move || {
             Host::start(
                 client.clone(),
@@ -105,7 +106,11 @@ async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> boo
 }
 
 fn pvcs_left(cluster: &EmbeddedCluster) -> usize {
-    cluster.objects().iter().filter(|o| o["kind"] == "PersistentVolumeClaim").count()
+    cluster
+        .objects()
+        .iter()
+        .filter(|o| o["kind"] == "PersistentVolumeClaim")
+        .count()
 }
 
 /// Protected PVCs, created and then deleted through the API: work for pvc-protection.
@@ -115,15 +120,20 @@ async fn delete_protected_pvcs(cluster: &EmbeddedCluster, prefix: &str, count: u
         let name = format!("{prefix}-{i}");
         let mut object = pvc("ns", &name);
         object["metadata"].as_object_mut().unwrap().remove("uid");
-        api.create(&PostParams::default(), &serde_json::from_value(object).unwrap())
-            .await
-            .unwrap();
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(object).unwrap(),
+        )
+        .await
+        .unwrap();
         api.delete(&name, &DeleteParams::default()).await.unwrap();
     }
 }
 
 async fn cluster_with_old_work() -> EmbeddedCluster {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
     let mut state = vec![namespace("ns")];
     state.extend((0..10).map(|i| deleting_pvc("ns", &format!("old-{i}"))));
     cluster.server.store().load_objects(state).unwrap();
@@ -135,10 +145,19 @@ async fn leader_and_standby(cluster: &EmbeddedCluster) -> (Replica, Replica) {
     let a = Replica::spawn(cluster, "a");
     wait_until("a leads", Duration::from_secs(5), || a.role() == "leader").await;
     let b = Replica::spawn(cluster, "b");
-    wait_until("a converged the old work", Duration::from_secs(30), || pvcs_left(cluster) == 0).await;
-    wait_until("b stands by", Duration::from_secs(5), || b.role() == "standby").await;
+    wait_until("a converged the old work", Duration::from_secs(30), || {
+        pvcs_left(cluster) == 0
+    })
+    .await;
+    wait_until("b stands by", Duration::from_secs(5), || {
+        b.role() == "standby"
+    })
+    .await;
     assert_eq!(b.writes(), 0, "the standby wrote");
-    assert_eq!((a.leader_gauge().as_str(), b.leader_gauge().as_str()), ("1", "0"));
+    assert_eq!(
+        (a.leader_gauge().as_str(), b.leader_gauge().as_str()),
+        ("1", "0")
+    );
     assert!(a.writes() >= 10);
     (a, b)
 }
@@ -146,11 +165,11 @@ async fn leader_and_standby(cluster: &EmbeddedCluster) -> (Replica, Replica) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_standby_replaces_a_crashed_leader_within_the_lease_duration_and_converges() {
     let cluster = cluster_with_old_work().await;
-    let (a, b) = leader_and_standby(&cluster).await;
+    let (mut a, b) = leader_and_standby(&cluster).await;
 
     // Crash: the supervisor is dropped, the lease is not released.
     a.task.abort();
-    let _ = a.task.await;
+    let _ = (&mut a.task).await;
     let crashed = Instant::now();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let a_writes = a.writes();
@@ -161,13 +180,25 @@ async fn a_standby_replaces_a_crashed_leader_within_the_lease_duration_and_conve
     println!("takeover after a crash: {takeover:?}");
     // b takes the lease once it saw no renewal for the lease duration: at most
     // one retry (with jitter) after it expired, counted from a's last renewal.
-    assert!(takeover >= LEASE_DURATION - RETRY.mul_f64(1.2), "b took a live lease after {takeover:?}");
-    assert!(takeover <= LEASE_DURATION + RETRY * 3, "takeover took {takeover:?}");
-    wait_until("b converged the new work", Duration::from_secs(30), || pvcs_left(&cluster) == 0).await;
+    assert!(
+        takeover >= LEASE_DURATION - RETRY.mul_f64(1.2),
+        "b took a live lease after {takeover:?}"
+    );
+    assert!(
+        takeover <= LEASE_DURATION + RETRY * 3,
+        "takeover took {takeover:?}"
+    );
+    wait_until("b converged the new work", Duration::from_secs(30), || {
+        pvcs_left(&cluster) == 0
+    })
+    .await;
     assert_eq!(a.writes(), a_writes, "the crashed leader kept writing");
     assert!(b.writes() >= 10, "b released the new PVCs");
     assert_eq!(b.leader_gauge(), "1");
-    let lease = Api::<Lease>::namespaced(cluster.client.clone(), "default").get(LEASE).await.unwrap();
+    let lease = Api::<Lease>::namespaced(cluster.client.clone(), "default")
+        .get(LEASE)
+        .await
+        .unwrap();
     let spec = lease.spec.unwrap();
     assert_eq!(spec.holder_identity.as_deref(), Some("b"));
     assert_eq!(spec.lease_transitions, Some(1));
@@ -180,7 +211,10 @@ async fn a_leader_stopped_by_sigterm_releases_the_lease_and_the_standby_takes_ov
 
     let stopping = Instant::now();
     a.stop.take().unwrap().send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(6), a.task).await.expect("a stops within its grace").unwrap();
+    tokio::time::timeout(Duration::from_secs(6), &mut a.task)
+        .await
+        .expect("a stops within its grace")
+        .unwrap();
     assert_eq!(a.role(), "stopping");
     assert_eq!(a.leader_gauge(), "0");
     let a_writes = a.writes();
@@ -188,9 +222,15 @@ async fn a_leader_stopped_by_sigterm_releases_the_lease_and_the_standby_takes_ov
     wait_until("b takes over", LEASE_DURATION, || b.role() == "leader").await;
     let takeover = stopping.elapsed();
     println!("takeover after a graceful stop: {takeover:?}");
-    assert!(takeover < RETRY * 3, "a released lease is taken at the next retry, took {takeover:?}");
+    assert!(
+        takeover < RETRY * 3,
+        "a released lease is taken at the next retry, took {takeover:?}"
+    );
     delete_protected_pvcs(&cluster, "new", 5).await;
-    wait_until("b converged the new work", Duration::from_secs(30), || pvcs_left(&cluster) == 0).await;
+    wait_until("b converged the new work", Duration::from_secs(30), || {
+        pvcs_left(&cluster) == 0
+    })
+    .await;
     assert_eq!(a.writes(), a_writes);
 }
 
@@ -199,15 +239,23 @@ async fn a_leader_whose_lease_is_taken_stops_reconciling_at_once_and_leads_again
     let cluster = cluster_with_old_work().await;
     let a = Replica::spawn(&cluster, "a");
     wait_until("a leads", Duration::from_secs(5), || a.role() == "leader").await;
-    wait_until("a converged the old work", Duration::from_secs(30), || pvcs_left(&cluster) == 0).await;
+    wait_until("a converged the old work", Duration::from_secs(30), || {
+        pvcs_left(&cluster) == 0
+    })
+    .await;
 
     let api = Api::<Lease>::namespaced(cluster.client.clone(), "default");
     let mut lease = api.get(LEASE).await.unwrap();
     lease.spec.as_mut().unwrap().holder_identity = Some("intruder".into());
-    api.replace(LEASE, &PostParams::default(), &lease).await.unwrap();
+    api.replace(LEASE, &PostParams::default(), &lease)
+        .await
+        .unwrap();
     let stolen = Instant::now();
     wait_until("a steps down", RETRY * 3, || a.role() == "standby").await;
-    println!("stepped down {:?} after the lease was taken", stolen.elapsed());
+    println!(
+        "stepped down {:?} after the lease was taken",
+        stolen.elapsed()
+    );
     assert_eq!(a.leader_gauge(), "0");
 
     let a_writes = a.writes();
@@ -219,5 +267,8 @@ async fn a_leader_whose_lease_is_taken_stops_reconciling_at_once_and_leads_again
 
     // The intruder never renews: a takes the lease back and converges.
     wait_until("a leads again", LEASE_DURATION * 2, || a.role() == "leader").await;
-    wait_until("a converged the new work", Duration::from_secs(30), || pvcs_left(&cluster) == 0).await;
+    wait_until("a converged the new work", Duration::from_secs(30), || {
+        pvcs_left(&cluster) == 0
+    })
+    .await;
 }

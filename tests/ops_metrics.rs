@@ -24,13 +24,19 @@ struct Response {
 
 /// A plain HTTP/1.1 GET, enough for the ops endpoints.
 async fn get(addr: SocketAddr, path: &str) -> Response {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect to the ops server");
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connect to the ops server");
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut raw = String::new();
     stream.read_to_string(&mut raw).await.unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("a status code");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status code");
     Response {
         status,
         headers: head.to_ascii_lowercase(),
@@ -54,24 +60,44 @@ async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> boo
 }
 
 fn pvcs_left(cluster: &EmbeddedCluster) -> usize {
-    cluster.objects().iter().filter(|o| o["kind"] == "PersistentVolumeClaim").count()
+    cluster
+        .objects()
+        .iter()
+        .filter(|o| o["kind"] == "PersistentVolumeClaim")
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_move_as_the_host_reconciles() {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
-    let mut state = vec![namespace("ns"), template("ns", "gpu"), pod_with_template_claims("ns", "web", "", &[("gpu", "gpu")])];
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
+    let mut state = vec![
+        namespace("ns"),
+        template("ns", "gpu"),
+        pod_with_template_claims("ns", "web", "", &[("gpu", "gpu")]),
+    ];
     state.extend((0..5).map(|i| deleting_pvc("ns", &format!("old-{i}"))));
     cluster.server.store().load_objects(state).unwrap();
 
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::new());
-    let server = OpsServer::start("127.0.0.1:0".parse().unwrap(), metrics.clone(), health.clone()).await.unwrap();
+    let server = OpsServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        metrics.clone(),
+        health.clone(),
+    )
+    .await
+    .unwrap();
     let addr = server.local_addr();
     assert_eq!(get(addr, "/healthz").await.status, 200);
     let not_ready = get(addr, "/readyz").await;
     assert_eq!(not_ready.status, 503);
-    assert!(not_ready.body.contains("[-]guests failed"), "{}", not_ready.body);
+    assert!(
+        not_ready.body.contains("[-]guests failed"),
+        "{}",
+        not_ready.body
+    );
 
     let deciders = wasm_deciders();
     let pvc_guest = deciders.pvc.current().info();
@@ -85,7 +111,11 @@ async fn metrics_move_as_the_host_reconciles() {
         health: health.clone(),
         shutdown_grace: Duration::from_secs(5),
     };
-    let (client, observer, journal) = (cluster.client.clone(), metrics.clone(), Arc::new(Journal::new()));
+    let (client, observer, journal) = (
+        cluster.client.clone(),
+        metrics.clone(),
+        Arc::new(Journal::new()),
+    );
     let start = move || {
         Host::start(
             client.clone(),
@@ -97,19 +127,34 @@ async fn metrics_move_as_the_host_reconciles() {
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(async move {
-        supervision.run(start, async { stopped.await.unwrap_or(()) }).await;
+        supervision
+            .run(start, async { stopped.await.unwrap_or(()) })
+            .await;
     });
 
-    wait_until("the old PVCs are released", Duration::from_secs(30), || pvcs_left(&cluster) == 0).await;
-    wait_until("the pod's claim exists", Duration::from_secs(30), || claims(&cluster.objects()).len() == 1).await;
+    wait_until("the old PVCs are released", Duration::from_secs(30), || {
+        pvcs_left(&cluster) == 0
+    })
+    .await;
+    wait_until("the pod's claim exists", Duration::from_secs(30), || {
+        claims(&cluster.objects()).len() == 1
+    })
+    .await;
     let ready = get(addr, "/readyz").await;
     assert_eq!(ready.status, 200, "{}", ready.body);
 
     let first = get(addr, "/metrics").await;
     assert_eq!(first.status, 200);
-    assert!(first.headers.contains("content-type: application/openmetrics-text"), "{}", first.headers);
+    assert!(
+        first
+            .headers
+            .contains("content-type: application/openmetrics-text"),
+        "{}",
+        first.headers
+    );
     let text = &first.body;
-    let pvc_success = r#"controller_runtime_reconcile_total{controller="pvc-protection",result="success"}"#;
+    let pvc_success =
+        r#"controller_runtime_reconcile_total{controller="pvc-protection",result="success"}"#;
     let pvc_adds = r#"workqueue_adds_total{name="pvc-protection"}"#;
     let pvc_decisions = format!(
         r#"rekon_decision_duration_seconds_count{{controller="pvc-protection",guest="{}"}}"#,
@@ -118,17 +163,61 @@ async fn metrics_move_as_the_host_reconciles() {
     let reconciled_before = sample(text, pvc_success);
     let adds_before = sample(text, pvc_adds);
     let decisions_before = sample(text, &pvc_decisions);
-    assert!(reconciled_before >= 5.0, "one reconcile per old PVC at least:\n{text}");
+    assert!(
+        reconciled_before >= 5.0,
+        "one reconcile per old PVC at least:\n{text}"
+    );
     assert!(adds_before >= 5.0);
     assert!(decisions_before >= 5.0);
-    assert!(sample(text, r#"controller_runtime_reconcile_time_seconds_count{controller="pvc-protection"}"#) >= 5.0);
-    assert!(sample(text, r#"workqueue_work_duration_seconds_count{name="pvc-protection"}"#) >= 5.0);
-    assert!(sample(text, r#"workqueue_queue_duration_seconds_count{name="resource-claim"}"#) >= 1.0);
-    assert_eq!(sample(text, r#"workqueue_depth{name="pvc-protection"}"#), 0.0);
-    assert_eq!(sample(text, r#"controller_runtime_reconcile_errors_total{controller="pvc-protection"}"#), 0.0);
-    assert!(sample(text, r#"controller_runtime_reconcile_total{controller="resource-claim",result="success"}"#) >= 1.0);
-    assert_eq!(sample(text, r#"resourceclaim_controller_creates_total{status="success"}"#), 1.0);
-    assert_eq!(sample(text, r#"resourceclaim_controller_creates_total{status="failure"}"#), 0.0);
+    assert!(
+        sample(
+            text,
+            r#"controller_runtime_reconcile_time_seconds_count{controller="pvc-protection"}"#
+        ) >= 5.0
+    );
+    assert!(
+        sample(
+            text,
+            r#"workqueue_work_duration_seconds_count{name="pvc-protection"}"#
+        ) >= 5.0
+    );
+    assert!(
+        sample(
+            text,
+            r#"workqueue_queue_duration_seconds_count{name="resource-claim"}"#
+        ) >= 1.0
+    );
+    assert_eq!(
+        sample(text, r#"workqueue_depth{name="pvc-protection"}"#),
+        0.0
+    );
+    assert_eq!(
+        sample(
+            text,
+            r#"controller_runtime_reconcile_errors_total{controller="pvc-protection"}"#
+        ),
+        0.0
+    );
+    assert!(
+        sample(
+            text,
+            r#"controller_runtime_reconcile_total{controller="resource-claim",result="success"}"#
+        ) >= 1.0
+    );
+    assert_eq!(
+        sample(
+            text,
+            r#"resourceclaim_controller_creates_total{status="success"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            text,
+            r#"resourceclaim_controller_creates_total{status="failure"}"#
+        ),
+        0.0
+    );
     let info = format!(
         r#"rekon_guest_info{{controller="pvc-protection",guest="{}",digest="{}"}}"#,
         pvc_guest.name, pvc_guest.digest
@@ -142,17 +231,28 @@ async fn metrics_move_as_the_host_reconciles() {
         object["metadata"].as_object_mut().unwrap().remove("uid");
         let pvc: PersistentVolumeClaim = serde_json::from_value(object).unwrap();
         api.create(&PostParams::default(), &pvc).await.unwrap();
-        api.delete(&format!("new-{i}"), &DeleteParams::default()).await.unwrap();
+        api.delete(&format!("new-{i}"), &DeleteParams::default())
+            .await
+            .unwrap();
     }
-    wait_until("the new PVCs are released", Duration::from_secs(30), || pvcs_left(&cluster) == 0).await;
+    wait_until("the new PVCs are released", Duration::from_secs(30), || {
+        pvcs_left(&cluster) == 0
+    })
+    .await;
 
     let second = get(addr, "/metrics").await.body;
-    assert!(sample(&second, pvc_success) >= reconciled_before + 3.0, "reconciles moved:\n{second}");
+    assert!(
+        sample(&second, pvc_success) >= reconciled_before + 3.0,
+        "reconciles moved:\n{second}"
+    );
     assert!(sample(&second, pvc_adds) >= adds_before + 3.0);
     assert!(sample(&second, &pvc_decisions) >= decisions_before + 3.0);
 
     stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), running).await.expect("stops within the grace").unwrap();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("stops within the grace")
+        .unwrap();
     let stopping = get(addr, "/readyz").await;
     assert_eq!(stopping.status, 503);
     assert!(stopping.body.contains("shutting down"), "{}", stopping.body);

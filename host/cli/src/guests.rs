@@ -5,8 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::Context as _;
-use rekon_modules::{Modules, ModulesOptions, WatchOptions, Watching};
+use rekon_controllers::decider::{GuestInfo, ShadowVerdict};
+use rekon_modules::{Modules, ModulesObserver, ModulesOptions, WatchOptions, Watching};
+use rekon_ops::{GuestStatus, ShadowOutcome};
+use rekon_runtime::World;
 use rekon_simulate::Deciders;
 
 /// How `run` serves modules.
@@ -43,16 +48,42 @@ pub async fn load_deciders(dir: Option<&Path>) -> anyhow::Result<Deciders> {
 }
 
 /// Loads the modules and keeps them current while the returned guard lives:
-/// for `run`. Events about modules go to rekon's own Pod through `client`.
-pub async fn serve(dir: Option<&Path>, args: &ModuleArgs, client: kube::Client) -> anyhow::Result<(Deciders, Watching)> {
+/// for `run`. Events about modules go to rekon's own Pod through `client`;
+/// activations and shadow verdicts to `metrics`.
+pub async fn serve(
+    dir: Option<&Path>,
+    args: &ModuleArgs,
+    client: kube::Client,
+    metrics: Arc<dyn GuestStatus>,
+) -> anyhow::Result<(Deciders, Watching)> {
     let mut options = options(dir)?;
     options.cache_dir = args.cache_dir.clone();
     options.status_file = args.status_file.clone();
     options.events = Some(client);
+    options.observer = Arc::new(MetricsBridge(metrics));
     let modules = Modules::open(options).await?;
     let watching = modules.watch(WatchOptions {
         rescan: Duration::from_secs(args.rescan_seconds.max(1)),
         ..WatchOptions::default()
     })?;
     Ok((deciders(&modules), watching))
+}
+
+/// Feeds the metrics endpoint's guest series from module activations.
+struct MetricsBridge(Arc<dyn GuestStatus>);
+
+impl ModulesObserver for MetricsBridge {
+    fn activated(&self, controller: World, guest: &GuestInfo) {
+        self.0
+            .active_module(controller.name(), &guest.name, &format!("sha256:{}", guest.digest));
+    }
+
+    fn shadow_verdict(&self, controller: World, verdict: ShadowVerdict) {
+        let outcome = match verdict {
+            ShadowVerdict::Agreed => ShadowOutcome::Agree,
+            // A failing shadow disagrees as much as a differing one.
+            ShadowVerdict::Differed | ShadowVerdict::Failed => ShadowOutcome::Differ,
+        };
+        self.0.shadow_decision(controller.name(), outcome);
+    }
 }

@@ -31,6 +31,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Run the controllers on a state file until they converge; print the final state.
     Simulate(cmd::simulate::Args),
+    /// Replay a state with an old module active and a new one in shadow; print the decisions that differ.
+    Diff(cmd::diff::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -47,6 +49,7 @@ fn main() -> std::process::ExitCode {
             Command::Apiserver(args) => cmd::apiserver::run(args).await,
             Command::Run(args) => cmd::run::run(args).await,
             Command::Simulate(args) => cmd::simulate::run(args).await,
+            Command::Diff(args) => cmd::diff::run(args).await,
         }
     });
     match result {

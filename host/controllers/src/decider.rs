@@ -174,6 +174,15 @@ pub struct ShadowDifference {
     pub shadow: serde_json::Value,
 }
 
+/// How one shadow decision compared with the active one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShadowVerdict {
+    Agreed,
+    Differed,
+    /// The shadow trapped, overran its deadline or memory cap.
+    Failed,
+}
+
 /// Counts of a shadow's decisions, and the latest differences.
 ///
 /// Shared by every decision that runs with the same shadow, so a team can read
@@ -185,6 +194,8 @@ pub struct ShadowTally {
     /// How many differences to keep (oldest dropped first).
     keep: usize,
     differences: Mutex<VecDeque<ShadowDifference>>,
+    /// Told every verdict (metrics).
+    hook: Option<Box<dyn Fn(ShadowVerdict) + Send + Sync>>,
 }
 
 impl ShadowTally {
@@ -195,6 +206,25 @@ impl ShadowTally {
             failed: AtomicU64::new(0),
             keep,
             differences: Mutex::new(VecDeque::new()),
+            hook: None,
+        }
+    }
+
+    /// Also tells `hook` every verdict.
+    pub fn with_hook(mut self, hook: Box<dyn Fn(ShadowVerdict) + Send + Sync>) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    fn count(&self, verdict: ShadowVerdict) {
+        let counter = match verdict {
+            ShadowVerdict::Agreed => &self.agreed,
+            ShadowVerdict::Differed => &self.differed,
+            ShadowVerdict::Failed => &self.failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if let Some(hook) = &self.hook {
+            hook(verdict);
         }
     }
 
@@ -243,15 +273,15 @@ impl ShadowTally {
         let to_json = |d: &D| serde_json::to_value(d).expect("decisions serialise");
         let shadow_json = match shadow {
             Ok(shadow) if shadow == *active => {
-                self.agreed.fetch_add(1, Ordering::Relaxed);
+                self.count(ShadowVerdict::Agreed);
                 return;
             }
             Ok(shadow) => {
-                self.differed.fetch_add(1, Ordering::Relaxed);
+                self.count(ShadowVerdict::Differed);
                 to_json(&shadow)
             }
             Err(err) => {
-                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.count(ShadowVerdict::Failed);
                 serde_json::json!({ "error": err.message })
             }
         };
@@ -402,6 +432,21 @@ mod tests {
         let (shadowed, tally) = shadowed(Fixed(Err("trapped"), "a"), Fixed(Ok(PvcDecision::NeedLivePods), "s"));
         assert!(shadowed.decide("ns/d", PvcInput::default()).is_err());
         assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (0, 0, 0));
+    }
+
+    #[test]
+    fn the_hook_hears_every_verdict() {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let sink = heard.clone();
+        let tally = Arc::new(ShadowTally::new(0).with_hook(Box::new(move |v| sink.lock().unwrap().push(v))));
+        let active: Arc<dyn PvcDecider> = Arc::new(Fixed(Ok(PvcDecision::NeedLivePods), "a"));
+        for shadow in [Ok(PvcDecision::NeedLivePods), Ok(PvcDecision::Actions(vec![])), Err("x")] {
+            let shadow: Arc<dyn PvcDecider> = Arc::new(Fixed(shadow, "s"));
+            Shadowed::new(active.clone(), shadow, tally.clone()).decide("k", PvcInput::default()).unwrap();
+        }
+        use ShadowVerdict::*;
+        assert_eq!(*heard.lock().unwrap(), [Agreed, Differed, Failed]);
+        assert!(tally.differences().is_empty(), "keep 0 keeps none");
     }
 
     #[test]

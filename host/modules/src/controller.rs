@@ -16,6 +16,7 @@ use rekon_runtime::World;
 
 use crate::config::{AutoRollback, Mode};
 use crate::digest::ModuleDigest;
+use crate::observe::ModulesObserver;
 use crate::report::ModuleEvent;
 use crate::served::{Guard, RecentInputs, Served};
 use crate::source::{ControllerPlan, Fingerprint};
@@ -107,6 +108,7 @@ pub struct Controller {
     slot: ControllerSlot,
     recent: Arc<RecentInputs>,
     shadow_differences_kept: usize,
+    observer: Arc<dyn ModulesObserver>,
     state: Mutex<State>,
 }
 
@@ -120,12 +122,18 @@ pub enum Preparation {
 }
 
 impl Controller {
-    pub fn new(world: World, recent_inputs: usize, shadow_differences_kept: usize) -> Self {
+    pub fn new(
+        world: World,
+        recent_inputs: usize,
+        shadow_differences_kept: usize,
+        observer: Arc<dyn ModulesObserver>,
+    ) -> Self {
         Self {
             world,
             slot: ControllerSlot::empty(world),
             recent: Arc::new(RecentInputs::new(recent_inputs)),
             shadow_differences_kept,
+            observer,
             state: Mutex::new(State::default()),
         }
     }
@@ -200,10 +208,15 @@ impl Controller {
         let fallback = fallback.or_else(|| replaced.clone().filter(|r| r.digest() != serving.digest()));
         let shadow = shadow.map(|version| match &state.shadow {
             Some(kept) if kept.version.digest() == version.digest() => kept.clone(),
-            _ => Shadow {
-                version,
-                tally: Arc::new(ShadowTally::new(self.shadow_differences_kept)),
-            },
+            _ => {
+                let (observer, world) = (self.observer.clone(), self.world);
+                let tally = ShadowTally::new(self.shadow_differences_kept)
+                    .with_hook(Box::new(move |verdict| observer.shadow_verdict(world, verdict)));
+                Shadow {
+                    version,
+                    tally: Arc::new(tally),
+                }
+            }
         });
         state.applied = Some(plan.fingerprint());
         state.refused = None;
@@ -224,6 +237,7 @@ impl Controller {
         state.serial += 1;
         let guard = Arc::new(Guard::new(state.policy, trip(state.serial)));
         self.slot.publish(&serving, shadow.as_ref(), guard.clone(), self.recent.clone());
+        self.observer.activated(self.world, &serving.info());
         state.active = Some(Active {
             version: serving,
             guard,

@@ -12,6 +12,7 @@ use crate::canary;
 use crate::config::Mode;
 use crate::controller::{Controller, ControllerSlot, Preparation};
 use crate::load::{LoadError, Loader};
+use crate::observe::{ModulesObserver, NoModulesObserver};
 use crate::report::Reporter;
 use crate::source::{ControllerPlan, ModuleFile, read_plan};
 use crate::status::Status;
@@ -46,6 +47,8 @@ pub struct ModulesOptions {
     pub shadow_differences_kept: usize,
     /// Record Kubernetes Events on rekon's own Pod (POD_NAME, POD_NAMESPACE).
     pub events: Option<kube::Client>,
+    /// Told every activation and shadow verdict (metrics).
+    pub observer: Arc<dyn ModulesObserver>,
 }
 
 impl ModulesOptions {
@@ -58,6 +61,7 @@ impl ModulesOptions {
             canary_inputs: 64,
             shadow_differences_kept: 100,
             events: None,
+            observer: Arc::new(NoModulesObserver),
         }
     }
 }
@@ -104,7 +108,10 @@ impl Modules {
         let cache = PrecompiledCache::new(engine.compatibility_hash(), options.cache_dir.as_deref())?;
         let controllers = World::ALL
             .into_iter()
-            .map(|w| Arc::new(Controller::new(w, options.canary_inputs, options.shadow_differences_kept)))
+            .map(|w| {
+                let observer = options.observer.clone();
+                Arc::new(Controller::new(w, options.canary_inputs, options.shadow_differences_kept, observer))
+            })
             .collect();
         let modules = Self {
             shared: Arc::new(Shared {

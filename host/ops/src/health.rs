@@ -89,13 +89,15 @@ impl Health {
     pub fn readiness(&self) -> Readiness {
         let guests = Check {
             name: "guests",
-            failure: (!self.guests_loaded.load(Ordering::Acquire)).then(|| "decision modules not loaded".into()),
+            failure: (!self.guests_loaded.load(Ordering::Acquire))
+                .then(|| "decision modules not loaded".into()),
         };
         let role = match &*self.role.lock().expect("health lock") {
-           
             Role::Starting => Some("starting".to_string()),
             Role::Standby => None,
-            Role::Leading(ctx) => (!ctx.caches.all_synced()).then(|| "leading; informer caches not synced".into()),
+            Role::Leading(ctx) => {
+                (!ctx.caches.all_synced()).then(|| "leading; informer caches not synced".into())
+            }
             Role::Stopping => Some("shutting down".to_string()),
         };
         Readiness {
@@ -112,7 +114,6 @@ impl Health {
     /// `leader`, `standby`, `starting` or `stopping`, for logs and tests.
     pub fn role_name(&self) -> &'static str {
         match &*self.role.lock().expect("health lock") {
-           
             Role::Starting => "starting",
             Role::Standby => "standby",
             Role::Leading(_) => "leader",
@@ -132,11 +133,19 @@ mod tests {
         health.set_standby();
         let readiness = health.readiness();
         assert!(!readiness.is_ready());
-        assert!(readiness.to_string().contains("[-]guests failed: decision modules not loaded"), "{readiness}");
+        assert!(
+            readiness
+                .to_string()
+                .contains("[-]guests failed: decision modules not loaded"),
+            "{readiness}"
+        );
         health.set_guests_loaded(true);
         let readiness = health.readiness();
         assert!(readiness.is_ready(), "{readiness}");
-        assert_eq!(readiness.to_string(), "[+]guests ok\n[+]leader-or-standby ok\nreadyz check ok\n");
+        assert_eq!(
+            readiness.to_string(),
+            "[+]guests ok\n[+]leader-or-standby ok\nreadyz check ok\n"
+        );
     }
 
     #[test]
@@ -146,6 +155,11 @@ mod tests {
         health.set_standby();
         health.set_stopping();
         assert_eq!(health.role_name(), "stopping");
-        assert!(health.readiness().to_string().contains("[-]leader-or-standby failed: shutting down"));
+        assert!(
+            health
+                .readiness()
+                .to_string()
+                .contains("[-]leader-or-standby failed: shutting down")
+        );
     }
 }

@@ -59,7 +59,11 @@ pub struct ElectionConfig {
 
 impl ElectionConfig {
     /// client-go's defaults: 15 s lease, 10 s renew deadline, 2 s retry.
-    pub fn new(lease_name: impl Into<String>, lease_namespace: impl Into<String>, identity: impl Into<String>) -> Self {
+    pub fn new(
+        lease_name: impl Into<String>,
+        lease_namespace: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> Self {
         Self {
             lease_name: lease_name.into(),
             lease_namespace: lease_namespace.into(),
@@ -77,7 +81,10 @@ impl ElectionConfig {
             return fail("the identity must not be empty".into());
         }
         if self.lease_duration < Duration::from_secs(1) {
-            return fail(format!("lease duration {:?} is below one second", self.lease_duration));
+            return fail(format!(
+                "lease duration {:?} is below one second",
+                self.lease_duration
+            ));
         }
         if self.lease_duration <= self.renew_deadline {
             return fail(format!(
@@ -122,7 +129,9 @@ impl fmt::Display for LeadershipLost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::TakenBy(holder) => write!(f, "the lease is held by {holder} now"),
-            Self::RenewDeadline(deadline) => write!(f, "could not renew the lease within {deadline:?}"),
+            Self::RenewDeadline(deadline) => {
+                write!(f, "could not renew the lease within {deadline:?}")
+            }
         }
     }
 }
@@ -217,7 +226,11 @@ impl LeaderElector {
             renew_time: Some(now),
             ..spec
         });
-        match self.api.replace(&self.config.lease_name, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(&self.config.lease_name, &PostParams::default(), &lease)
+            .await
+        {
             Ok(_) => {
                 tracing::info!(lease = %self.config.lease_name, "released the lease");
                 Ok(())
@@ -247,21 +260,29 @@ impl LeaderElector {
         let spec = LeaseSpec {
             holder_identity: Some(self.config.identity.clone()),
             lease_duration_seconds: Some(self.config.lease_seconds()),
-            acquire_time: if mine { current.acquire_time.clone() } else { Some(now.clone()) },
+            acquire_time: if mine {
+                current.acquire_time.clone()
+            } else {
+                Some(now.clone())
+            },
             renew_time: Some(now),
             lease_transitions: Some(if mine { transitions } else { transitions + 1 }),
             ..current
         };
         lease.spec = Some(spec.clone());
         // `lease` carries the resourceVersion we read: a concurrent writer makes this 409.
-        match self.api.replace(&self.config.lease_name, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(&self.config.lease_name, &PostParams::default(), &lease)
+            .await
+        {
             Ok(_) => {
                 self.observe(&spec);
                 Ok(Round::Holding)
             }
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                Ok(Round::HeldBy(holder.unwrap_or_else(|| "a faster candidate".into())))
-            }
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Round::HeldBy(
+                holder.unwrap_or_else(|| "a faster candidate".into()),
+            )),
             Err(source) => Err(self.api_error(source)),
         }
     }
@@ -288,7 +309,9 @@ impl LeaderElector {
                 self.observe(&spec);
                 Ok(Round::Holding)
             }
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Round::HeldBy("a faster candidate".into())),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                Ok(Round::HeldBy("a faster candidate".into()))
+            }
             Err(source) => Err(self.api_error(source)),
         }
     }
@@ -314,7 +337,9 @@ impl LeaderElector {
     fn observed_expired(&self, spec: &LeaseSpec) -> bool {
         let seconds = spec.lease_duration_seconds.unwrap_or(0).max(0);
         let duration = Duration::from_secs(u64::try_from(seconds).unwrap_or(0));
-        self.observed.as_ref().is_none_or(|o| o.at.elapsed() >= duration)
+        self.observed
+            .as_ref()
+            .is_none_or(|o| o.at.elapsed() >= duration)
     }
 
     fn api_error(&self, source: kube::Error) -> LeaderError {

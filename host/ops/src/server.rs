@@ -17,7 +17,10 @@ use crate::metrics::{self, Metrics};
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("binding the metrics and health address {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 #[derive(Clone)]
@@ -35,7 +38,11 @@ pub struct OpsServer {
 
 impl OpsServer {
     /// Binds `addr` (port 0 picks a free port) and serves until stopped.
-    pub async fn start(addr: SocketAddr, metrics: Arc<Metrics>, health: Arc<Health>) -> Result<Self, ServerError> {
+    pub async fn start(
+        addr: SocketAddr,
+        metrics: Arc<Metrics>,
+        health: Arc<Health>,
+    ) -> Result<Self, ServerError> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServerError::Bind { addr, source })?;
@@ -52,7 +59,11 @@ impl OpsServer {
                 tracing::error!(error = %err, "metrics and health server failed");
             }
         });
-        Ok(Self { local_addr, stop, task })
+        Ok(Self {
+            local_addr,
+            stop,
+            task,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -75,7 +86,10 @@ fn router(state: OpsState) -> Router {
 }
 
 async fn scrape(State(state): State<OpsState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], state.metrics.encode())
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        state.metrics.encode(),
+    )
 }
 
 /// Alive while the runtime serves requests.

@@ -39,44 +39,76 @@ fn holder(lease: &Lease) -> Option<String> {
 
 async fn acquire_within(elector: &mut LeaderElector, limit: Duration) -> Option<Duration> {
     let started = Instant::now();
-    tokio::time::timeout(limit, elector.acquire()).await.ok().map(|()| started.elapsed())
+    tokio::time::timeout(limit, elector.acquire())
+        .await
+        .ok()
+        .map(|()| started.elapsed())
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn only_one_candidate_holds_the_lease_while_it_is_renewed() {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
     let mut a = elector(&cluster, "a");
     let mut b = elector(&cluster, "b");
-    acquire_within(&mut a, Duration::from_secs(2)).await.expect("the first candidate creates and takes the lease");
+    acquire_within(&mut a, Duration::from_secs(2))
+        .await
+        .expect("the first candidate creates and takes the lease");
     let created = lease(&cluster).await;
     assert_eq!(holder(&created).as_deref(), Some("a"));
-    assert_eq!(created.spec.as_ref().unwrap().lease_duration_seconds, Some(3));
+    assert_eq!(
+        created.spec.as_ref().unwrap().lease_duration_seconds,
+        Some(3)
+    );
     assert_eq!(created.spec.as_ref().unwrap().lease_transitions, Some(0));
 
     let holding = tokio::spawn(async move { a.hold().await });
     // Twice the lease duration: a renewed lease never expires for the standby.
-    assert_eq!(acquire_within(&mut b, Duration::from_secs(6)).await, None, "b took a renewed lease");
-    assert!(!holding.is_finished(), "a stopped leading: {:?}", holding.await);
+    assert_eq!(
+        acquire_within(&mut b, Duration::from_secs(6)).await,
+        None,
+        "b took a renewed lease"
+    );
+    assert!(
+        !holding.is_finished(),
+        "a stopped leading: {:?}",
+        holding.await
+    );
     let renewed = lease(&cluster).await;
     assert_eq!(holder(&renewed).as_deref(), Some("a"));
-    assert_ne!(renewed.spec.as_ref().unwrap().renew_time, created.spec.as_ref().unwrap().renew_time, "a renewed");
+    assert_ne!(
+        renewed.spec.as_ref().unwrap().renew_time,
+        created.spec.as_ref().unwrap().renew_time,
+        "a renewed"
+    );
     holding.abort();
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_released_lease_is_taken_at_the_next_retry() {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
     let mut a = elector(&cluster, "a");
     let mut b = elector(&cluster, "b");
     a.acquire().await;
     // b sees a's fresh record first, so only the release can let it in early.
-    assert_eq!(acquire_within(&mut b, Duration::from_millis(700)).await, None);
+    assert_eq!(
+        acquire_within(&mut b, Duration::from_millis(700)).await,
+        None
+    );
     a.release().await.expect("release");
     let released = lease(&cluster).await;
     assert_eq!(holder(&released), None);
 
-    let took = acquire_within(&mut b, Duration::from_secs(2)).await.expect("b takes the released lease");
-    assert!(took < Duration::from_secs(1), "took {took:?}, more than two retry periods");
+    let took = acquire_within(&mut b, Duration::from_secs(2))
+        .await
+        .expect("b takes the released lease");
+    assert!(
+        took < Duration::from_secs(1),
+        "took {took:?}, more than two retry periods"
+    );
     let taken = lease(&cluster).await;
     assert_eq!(holder(&taken).as_deref(), Some("b"));
     assert_eq!(taken.spec.as_ref().unwrap().lease_transitions, Some(1));
@@ -87,21 +119,30 @@ async fn a_released_lease_is_taken_at_the_next_retry() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lease_nobody_renews_is_taken_after_the_lease_duration() {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
     let mut a = elector(&cluster, "a");
     let mut b = elector(&cluster, "b");
     a.acquire().await;
     // a "crashes": it never renews.
-    let took = acquire_within(&mut b, Duration::from_secs(10)).await.expect("b takes the expired lease");
+    let took = acquire_within(&mut b, Duration::from_secs(10))
+        .await
+        .expect("b takes the expired lease");
     let lease_duration = Duration::from_secs(3);
     assert!(took >= lease_duration, "b took a live lease after {took:?}");
-    assert!(took <= lease_duration + Duration::from_millis(1500), "takeover took {took:?}");
+    assert!(
+        took <= lease_duration + Duration::from_millis(1500),
+        "takeover took {took:?}"
+    );
     assert_eq!(holder(&lease(&cluster).await).as_deref(), Some("b"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_leader_whose_lease_was_taken_steps_down_at_its_next_renewal() {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
     let mut a = elector(&cluster, "a");
     a.acquire().await;
     let holding = tokio::spawn(async move { a.hold().await });
@@ -109,7 +150,9 @@ async fn a_leader_whose_lease_was_taken_steps_down_at_its_next_renewal() {
     let api = Api::<Lease>::namespaced(cluster.client.clone(), NAMESPACE);
     let mut stolen = api.get(LEASE).await.unwrap();
     stolen.spec.as_mut().unwrap().holder_identity = Some("intruder".into());
-    api.replace(LEASE, &PostParams::default(), &stolen).await.unwrap();
+    api.replace(LEASE, &PostParams::default(), &stolen)
+        .await
+        .unwrap();
     let stolen_at = Instant::now();
 
     let lost = tokio::time::timeout(Duration::from_secs(3), holding)
@@ -117,12 +160,18 @@ async fn a_leader_whose_lease_was_taken_steps_down_at_its_next_renewal() {
         .expect("a noticed within the renew deadline")
         .unwrap();
     assert_eq!(lost, LeadershipLost::TakenBy("intruder".into()));
-    assert!(stolen_at.elapsed() < Duration::from_secs(1), "a stepped down after {:?}", stolen_at.elapsed());
+    assert!(
+        stolen_at.elapsed() < Duration::from_secs(1),
+        "a stepped down after {:?}",
+        stolen_at.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_leader_cut_off_from_the_api_server_steps_down_within_the_renew_deadline() {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
     let mut a = elector(&cluster, "a");
     a.acquire().await;
     let holding = tokio::spawn(async move { a.hold().await });
@@ -135,5 +184,9 @@ async fn a_leader_cut_off_from_the_api_server_steps_down_within_the_renew_deadli
         .unwrap();
     assert_eq!(lost, LeadershipLost::RenewDeadline(Duration::from_secs(2)));
     // Before the lease (3 s) can expire for a standby: never two leaders.
-    assert!(cut_at.elapsed() < Duration::from_secs(3), "stepped down after {:?}", cut_at.elapsed());
+    assert!(
+        cut_at.elapsed() < Duration::from_secs(3),
+        "stepped down after {:?}",
+        cut_at.elapsed()
+    );
 }

@@ -107,3 +107,50 @@ impl HostMonotonicClock for FixedClock {
         0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use rekon_contract::current::log::Host as _;
+
+    /// Collects formatted log lines.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn guest_log_goes_to_tracing_with_the_guest_id() {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer({
+                let captured = captured.clone();
+                move || captured.clone()
+            })
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        let guest = GuestId::of("pvc", b"abc");
+        tracing::subscriber::with_default(subscriber, || {
+            let mut state = DecisionState::new(guest, 1 << 20);
+            state.log(log::Level::Warn, "cache looks stale".into());
+        });
+        let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert!(out.contains("WARN"), "{out}");
+        assert!(out.contains("rekon::guest"), "{out}");
+        assert!(out.contains("guest=pvc@sha256:ba7816bf8f01"), "{out}");
+        assert!(out.contains("cache looks stale"), "{out}");
+    }
+}

@@ -72,6 +72,11 @@ pub fn delete_options(params: &Params, body: &[u8]) -> Result<DeleteOptions, Api
         serde_json::from_slice(body)
             .map_err(|err| ApiError::bad_request(format!("invalid DeleteOptions: {err}")))?
     };
+    if opts.dry_run.as_ref().is_some_and(|d| !d.is_empty()) {
+        return Err(ApiError::bad_request(
+            "dryRun is not supported by the rekon embedded API server",
+        ));
+    }
     if opts.grace_period_seconds.is_none() {
         opts.grace_period_seconds = params.number("gracePeriodSeconds")?;
     }

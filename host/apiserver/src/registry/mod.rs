@@ -144,6 +144,8 @@ pub struct DeleteOptions {
     pub preconditions: Option<Preconditions>,
     pub propagation_policy: Option<PropagationPolicy>,
     pub orphan_dependents: Option<bool>,
+    /// Present to be refused: dry runs are not supported.
+    pub dry_run: Option<Vec<String>>,
 }
 
 impl DeleteOptions {

@@ -177,4 +177,42 @@ async fn kubectl_create_get_patch_delete_apply_watch() {
     // Plain `kubectl get` (which asks for a Table first) also works.
     let table = kubectl.run(&["get", "configmaps"]).await;
     assert!(table.contains("c1") && table.contains("c2"), "{table}");
+
+    // Client-side apply: create, then a strategic merge patch with kubectl's directives.
+    let c3 = kubectl.write(
+        "c3.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c3\ndata:\n  a: \"1\"\n  b: \"2\"\n",
+    );
+    kubectl.run(&["apply", "-f", &c3]).await;
+    let c3 = kubectl.write(
+        "c3.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c3\ndata:\n  a: \"3\"\n",
+    );
+    kubectl.run(&["apply", "-f", &c3]).await;
+    let applied = store.get(configmaps, "default", "c3").unwrap();
+    assert_eq!(
+        applied["data"],
+        serde_json::json!({"a": "3"}),
+        "b was removed by the three-way merge"
+    );
+
+    // `kubectl wait` and a waiting `kubectl delete` (both watch with a field selector).
+    kubectl
+        .run(&[
+            "wait",
+            "--for=jsonpath={.data.k}=patched",
+            "configmap/c1",
+            "--timeout=10s",
+        ])
+        .await;
+    kubectl
+        .run(&["delete", "configmap", "c2", "--timeout=10s"])
+        .await;
+    assert!(store.get(configmaps, "default", "c2").is_err());
+    let waited = kubectl
+        .command(&["wait", "--for=delete", "pvc/p1", "--timeout=1s"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!waited.status.success(), "the PVC is held by its finalizer");
 }

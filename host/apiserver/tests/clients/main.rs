@@ -1,7 +1,9 @@
-//! The unmodified clients rekon relies on: kube-runtime's watcher + reflector and `kubectl`.
+//! The unmodified clients rekon relies on: kube-runtime's watcher + reflector, `kubectl` and
+//! kube-lease-manager (server-side apply and strategic merge patches on Leases).
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod kubectl;
+mod leases;
 mod reflector;

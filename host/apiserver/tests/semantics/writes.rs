@@ -337,3 +337,82 @@ async fn invalid_bodies_are_rejected_naming_the_field() {
     assert_eq!(reply.code, 201);
     assert!(reply.body.get("bogus").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seeding_keeps_state_and_snapshot_is_sorted() {
+    let t = start_default().await;
+    let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: b-pod
+  namespace: seeded
+  uid: 11111111-1111-4111-8111-111111111111
+  finalizers: [example.com/keep]
+  deletionTimestamp: "2024-01-01T00:00:00Z"
+  deletionGracePeriodSeconds: 0
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: owner, uid: u-1}]
+spec:
+  nodeName: n1
+  containers: [{name: c, image: i:1}]
+status:
+  phase: Running
+---
+kind: List
+apiVersion: v1
+items:
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: z, namespace: seeded}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: seeded}}
+"#;
+    let store = t.server.store();
+    let before = store.current_resource_version();
+    store
+        .load_objects(rekon_apiserver::load_yaml_documents(yaml).unwrap())
+        .unwrap();
+    let pod = t.get("/api/v1/namespaces/seeded/pods/b-pod").await.body;
+    assert_eq!(
+        pod["metadata"]["uid"],
+        "11111111-1111-4111-8111-111111111111"
+    );
+    assert_eq!(pod["metadata"]["finalizers"], json!(["example.com/keep"]));
+    assert_eq!(pod["metadata"]["deletionTimestamp"], "2024-01-01T00:00:00Z");
+    assert_eq!(pod["metadata"]["ownerReferences"][0]["uid"], "u-1");
+    assert_eq!(pod["status"]["phase"], "Running");
+    assert!(
+        pod["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            > before
+    );
+
+    let keys: Vec<String> = store
+        .snapshot()
+        .iter()
+        .filter(|o| o["metadata"]["namespace"] == "seeded" || o["metadata"]["name"] == "seeded")
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            "ConfigMap/a",
+            "ConfigMap/z",
+            "Namespace/seeded",
+            "Pod/b-pod"
+        ]
+    );
+
+    let err = store
+        .load_objects(vec![
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}),
+        ])
+        .unwrap_err();
+    assert!(err.to_string().contains("v1/Secret"), "{err}");
+}

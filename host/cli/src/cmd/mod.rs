@@ -1,6 +1,7 @@
 //! One module per subcommand; each exposes `Args` and `async fn run(Args) -> anyhow::Result<ExitCode>`.
 
 pub mod apiserver;
+pub mod diff;
 pub mod eval;
 pub mod run;
 pub mod simulate;

@@ -15,7 +15,7 @@ use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
 use rekon_machinery::queue::QueueConfig;
 use rekon_ops::leader::default_identity;
-use rekon_ops::{ElectionConfig, GuestStatus, Health, LeaderElector, Metrics, OpsServer, Supervision};
+use rekon_ops::{ElectionConfig, Health, LeaderElector, Metrics, OpsServer, Supervision};
 use rekon_simulate::{ClusterOptions, EmbeddedCluster};
 
 #[derive(clap::Args)]
@@ -72,33 +72,34 @@ pub struct Args {
     /// On SIGTERM, reconciles in flight get this long to finish.
     #[arg(long, default_value_t = 10)]
     shutdown_grace_seconds: u64,
+    #[command(flatten)]
+    modules: crate::guests::ModuleArgs,
 }
 
 /// Where `/metrics` listens when `--metrics-addr` is not given.
 fn default_metrics_addr(embedded: bool) -> std::net::SocketAddr {
-    let ip = if embedded { [127, 0, 0, 1] } else { [0, 0, 0, 0] };
+    let ip = if embedded {
+        [127, 0, 0, 1]
+    } else {
+        [0, 0, 0, 0]
+    };
     (ip, 8080).into()
 }
 
 fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(value).with_context(|| format!("--{flag}: {value} is not a duration in seconds"))
+    Duration::try_from_secs_f64(value)
+        .with_context(|| format!("--{flag}: {value} is not a duration in seconds"))
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::new());
-    let metrics_addr = args.metrics_addr.unwrap_or_else(|| default_metrics_addr(args.embedded));
+    let metrics_addr = args
+        .metrics_addr
+        .unwrap_or_else(|| default_metrics_addr(args.embedded));
     let ops = OpsServer::start(metrics_addr, metrics.clone(), health.clone()).await?;
     tracing::info!(addr = %ops.local_addr(), "serving /metrics, /healthz and /readyz");
 
-    let active = [
-        (rekon_controllers::pvc_protection::NAME, deciders.pvc.current().info()),
-        (rekon_controllers::resource_claim::NAME, deciders.claim.current().info()),
-    ];
-    for (controller, guest) in active {
-        metrics.active_module(controller, &guest.name, &guest.digest);
-    }
-    health.set_guests_loaded(true);
     let mut embedded = None;
     let client = if args.embedded {
         let cluster = EmbeddedCluster::start_at(
@@ -125,7 +126,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         external_client(args.kubeconfig.as_deref(), args.context.as_deref()).await?
     };
-    let (deciders, _watching) = crate::guests::serve(args.guests.as_deref(), &args.modules, client.clone()).await?;
+    // Modules are served (and hot-swapped) from here on; swaps and shadow
+    // verdicts feed rekon_guest_info and rekon_shadow_decisions.
+    let (deciders, _watching) = crate::guests::serve(
+        args.guests.as_deref(),
+        &args.modules,
+        client.clone(),
+        metrics.clone(),
+    )
+    .await?;
+    health.set_guests_loaded(true);
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::with_sink(Box::new(
             std::fs::OpenOptions::new()
@@ -136,7 +146,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         )),
         None => Journal::new(),
     });
-    for controller in [rekon_controllers::pvc_protection::NAME, rekon_controllers::resource_claim::NAME] {
+    for controller in [
+        rekon_controllers::pvc_protection::NAME,
+        rekon_controllers::resource_claim::NAME,
+    ] {
         metrics.register_controller(controller);
     }
     let start_host = {
@@ -183,7 +196,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     match elector {
-        Some(elector) => supervision.run_elected(elector, start_host, shutdown_signal()).await,
+        Some(elector) => {
+            supervision
+                .run_elected(elector, start_host, shutdown_signal())
+                .await
+        }
         None => supervision.run(start_host, shutdown_signal()).await,
     }
     ops.stop().await;
@@ -193,7 +210,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn external_client(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> anyhow::Result<Client> {
+async fn external_client(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> anyhow::Result<Client> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()

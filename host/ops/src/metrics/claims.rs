@@ -1,8 +1,8 @@
 //! The resource-claim controller's own metrics, under upstream's names, read
 //! from its atomics at scrape time.
 
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};

@@ -22,7 +22,9 @@ use rekon_controllers::resource_claim::ResourceClaimController;
 
 use crate::guest_status::{GuestStatus, ShadowOutcome};
 use claims::ClaimCollector;
-use labels::{ControllerLabels, GuestInfoLabels, GuestLabels, QueueLabels, ResultLabels, ShadowLabels};
+use labels::{
+    ControllerLabels, GuestInfoLabels, GuestLabels, QueueLabels, ResultLabels, ShadowLabels,
+};
 pub use observer::QueueObserver;
 
 /// The content type of the OpenMetrics text exposition (Prometheus negotiates it).
@@ -30,9 +32,9 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 /// controller-runtime's reconcile-time buckets (seconds).
 const RECONCILE_BUCKETS: [f64; 40] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
-    1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0,
-    50.0, 60.0,
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
 ];
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -123,8 +125,16 @@ impl Metrics {
             "Length of time per reconciliation per controller",
             self.reconcile_time.clone(),
         );
-        r.register("workqueue_depth", "Current depth of workqueue", self.queue_depth.clone());
-        r.register("workqueue_adds", "Total number of adds handled by workqueue", self.queue_adds.clone());
+        r.register(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            self.queue_depth.clone(),
+        );
+        r.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            self.queue_adds.clone(),
+        );
         r.register(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
@@ -182,14 +192,20 @@ impl Metrics {
     /// controller-runtime does, so rates exist before the first reconcile.
     pub fn register_controller(&self, controller: &str) {
         for result in ["success", "error", "requeue", "requeue_after"] {
-            let _ = self.reconcile_total.get_or_create(&ResultLabels::new(controller, result));
+            let _ = self
+                .reconcile_total
+                .get_or_create(&ResultLabels::new(controller, result));
         }
-        let _ = self.reconcile_errors.get_or_create(&ControllerLabels::new(controller));
+        let _ = self
+            .reconcile_errors
+            .get_or_create(&ControllerLabels::new(controller));
     }
 
     /// Sets `leader_election_master_status{name=lease}`.
     pub fn set_leader(&self, lease: &str, leading: bool) {
-        self.leader_status.get_or_create(&QueueLabels::new(lease)).set(i64::from(leading));
+        self.leader_status
+            .get_or_create(&QueueLabels::new(lease))
+            .set(i64::from(leading));
     }
 
     /// The resource-claim controller whose counters `/metrics` reports from now on
@@ -256,21 +272,40 @@ mod tests {
         let m = Metrics::new();
         m.register_controller("pvc-protection");
         let text = m.encode();
-        let success = r#"controller_runtime_reconcile_total{controller="pvc-protection",result="success"}"#;
-        assert_eq!(sample(&text, success), Some(0.0), "pre-registered at zero:\n{text}");
+        let success =
+            r#"controller_runtime_reconcile_total{controller="pvc-protection",result="success"}"#;
+        assert_eq!(
+            sample(&text, success),
+            Some(0.0),
+            "pre-registered at zero:\n{text}"
+        );
 
-        m.reconciled("pvc-protection", ReconcileResult::Success, Duration::from_millis(3));
-        m.reconciled("pvc-protection", ReconcileResult::Error, Duration::from_millis(30));
+        m.reconciled(
+            "pvc-protection",
+            ReconcileResult::Success,
+            Duration::from_millis(3),
+        );
+        m.reconciled(
+            "pvc-protection",
+            ReconcileResult::Error,
+            Duration::from_millis(30),
+        );
         let text = m.encode();
         assert_eq!(sample(&text, success), Some(1.0));
-        let error = r#"controller_runtime_reconcile_total{controller="pvc-protection",result="error"}"#;
+        let error =
+            r#"controller_runtime_reconcile_total{controller="pvc-protection",result="error"}"#;
         assert_eq!(sample(&text, error), Some(1.0));
         let errors = r#"controller_runtime_reconcile_errors_total{controller="pvc-protection"}"#;
         assert_eq!(sample(&text, errors), Some(1.0));
-        let count = r#"controller_runtime_reconcile_time_seconds_count{controller="pvc-protection"}"#;
+        let count =
+            r#"controller_runtime_reconcile_time_seconds_count{controller="pvc-protection"}"#;
         assert_eq!(sample(&text, count), Some(2.0));
         let fast = r#"controller_runtime_reconcile_time_seconds_bucket{le="0.005",controller="pvc-protection"}"#;
-        assert_eq!(sample(&text, fast), Some(1.0), "3 ms falls in the first bucket:\n{text}");
+        assert_eq!(
+            sample(&text, fast),
+            Some(1.0),
+            "3 ms falls in the first bucket:\n{text}"
+        );
         assert!(text.ends_with("# EOF\n"));
     }
 
@@ -285,11 +320,32 @@ mod tests {
         q.queue_duration(Duration::from_micros(50));
         q.work_duration(Duration::from_millis(2));
         let text = m.encode();
-        assert_eq!(sample(&text, r#"workqueue_adds_total{name="resource-claim"}"#), Some(2.0));
-        assert_eq!(sample(&text, r#"workqueue_depth{name="resource-claim"}"#), Some(1.0));
-        assert_eq!(sample(&text, r#"workqueue_retries_total{name="resource-claim"}"#), Some(1.0));
-        assert_eq!(sample(&text, r#"workqueue_queue_duration_seconds_count{name="resource-claim"}"#), Some(1.0));
-        assert_eq!(sample(&text, r#"workqueue_work_duration_seconds_sum{name="resource-claim"}"#), Some(0.002));
+        assert_eq!(
+            sample(&text, r#"workqueue_adds_total{name="resource-claim"}"#),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(&text, r#"workqueue_depth{name="resource-claim"}"#),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(&text, r#"workqueue_retries_total{name="resource-claim"}"#),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"workqueue_queue_duration_seconds_count{name="resource-claim"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"workqueue_work_duration_seconds_sum{name="resource-claim"}"#
+            ),
+            Some(0.002)
+        );
     }
 
     #[test]
@@ -297,16 +353,54 @@ mod tests {
         let m = Metrics::new();
         let g = guest("pvc-v2");
         m.decided("pvc-protection", &g, Duration::from_micros(20), None);
-        m.decided("pvc-protection", &g, Duration::from_micros(20), Some(DecisionFailure::Trap));
-        m.decided("pvc-protection", &g, Duration::from_millis(100), Some(DecisionFailure::Deadline));
-        m.decided("pvc-protection", &g, Duration::from_micros(5), Some(DecisionFailure::Memory));
-        m.decided("pvc-protection", &g, Duration::from_micros(5), Some(DecisionFailure::Other));
+        m.decided(
+            "pvc-protection",
+            &g,
+            Duration::from_micros(20),
+            Some(DecisionFailure::Trap),
+        );
+        m.decided(
+            "pvc-protection",
+            &g,
+            Duration::from_millis(100),
+            Some(DecisionFailure::Deadline),
+        );
+        m.decided(
+            "pvc-protection",
+            &g,
+            Duration::from_micros(5),
+            Some(DecisionFailure::Memory),
+        );
+        m.decided(
+            "pvc-protection",
+            &g,
+            Duration::from_micros(5),
+            Some(DecisionFailure::Other),
+        );
         let text = m.encode();
         let labels = r#"{controller="pvc-protection",guest="pvc-v2"}"#;
-        assert_eq!(sample(&text, &format!("rekon_decision_duration_seconds_count{labels}")), Some(5.0));
-        assert_eq!(sample(&text, &format!("rekon_guest_traps_total{labels}")), Some(1.0));
-        assert_eq!(sample(&text, &format!("rekon_guest_deadline_exceeded_total{labels}")), Some(1.0));
-        assert_eq!(sample(&text, &format!("rekon_guest_memory_exceeded_total{labels}")), Some(1.0));
+        assert_eq!(
+            sample(
+                &text,
+                &format!("rekon_decision_duration_seconds_count{labels}")
+            ),
+            Some(5.0)
+        );
+        assert_eq!(
+            sample(&text, &format!("rekon_guest_traps_total{labels}")),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                &format!("rekon_guest_deadline_exceeded_total{labels}")
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(&text, &format!("rekon_guest_memory_exceeded_total{labels}")),
+            Some(1.0)
+        );
     }
 
     #[test]
@@ -316,7 +410,10 @@ mod tests {
         m.active_module("resource-claim", "claim", "sha256:02");
         m.active_module("pvc-protection", "pvc", "sha256:03");
         let text = m.encode();
-        let mut info: Vec<&str> = text.lines().filter(|l| l.starts_with("rekon_guest_info{")).collect();
+        let mut info: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("rekon_guest_info{"))
+            .collect();
         info.sort();
         assert_eq!(
             info,
@@ -337,10 +434,34 @@ mod tests {
         m.shadow_decision("resource-claim", ShadowOutcome::Differ);
         m.set_leader("rekon-controllers", true);
         let text = m.encode();
-        assert_eq!(sample(&text, r#"rekon_shadow_decisions_total{controller="resource-claim",result="agree"}"#), Some(2.0));
-        assert_eq!(sample(&text, r#"rekon_shadow_decisions_total{controller="resource-claim",result="differ"}"#), Some(1.0));
-        assert_eq!(sample(&text, r#"leader_election_master_status{name="rekon-controllers"}"#), Some(1.0));
+        assert_eq!(
+            sample(
+                &text,
+                r#"rekon_shadow_decisions_total{controller="resource-claim",result="agree"}"#
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"rekon_shadow_decisions_total{controller="resource-claim",result="differ"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"leader_election_master_status{name="rekon-controllers"}"#
+            ),
+            Some(1.0)
+        );
         m.set_leader("rekon-controllers", false);
-        assert_eq!(sample(&m.encode(), r#"leader_election_master_status{name="rekon-controllers"}"#), Some(0.0));
+        assert_eq!(
+            sample(
+                &m.encode(),
+                r#"leader_election_master_status{name="rekon-controllers"}"#
+            ),
+            Some(0.0)
+        );
     }
 }

@@ -19,16 +19,26 @@ impl Observer for Metrics {
             .get_or_create(&ResultLabels::new(controller, result.label()))
             .inc();
         if result == ReconcileResult::Error {
-            self.reconcile_errors.get_or_create(&ControllerLabels::new(controller)).inc();
+            self.reconcile_errors
+                .get_or_create(&ControllerLabels::new(controller))
+                .inc();
         }
         self.reconcile_time
             .get_or_create(&ControllerLabels::new(controller))
             .observe(took.as_secs_f64());
     }
 
-    fn decided(&self, controller: &str, guest: &GuestInfo, took: Duration, failure: Option<DecisionFailure>) {
+    fn decided(
+        &self,
+        controller: &str,
+        guest: &GuestInfo,
+        took: Duration,
+        failure: Option<DecisionFailure>,
+    ) {
         let labels = GuestLabels::new(controller, &guest.name);
-        self.decision_duration.get_or_create(&labels).observe(took.as_secs_f64());
+        self.decision_duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
         let failures = match failure {
             Some(DecisionFailure::Trap) => &self.guest_traps,
             Some(DecisionFailure::Deadline) => &self.guest_deadline,

@@ -1,0 +1,176 @@
+//! `rekon diff`: what a new module version would decide differently. Runs a
+//! simulation with the old module active and the new one in shadow, so both
+//! decide every same input, and prints each decision on which they differ.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rekon_controllers::decider::{ClaimDecider, Native, PvcDecider, ShadowDifference, ShadowTally, Shadowed, Slot};
+use rekon_controllers::journal::Journal;
+use rekon_runtime::{Engine, EngineConfig, GuestPre, World};
+use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The version that decides now.
+    #[arg(long)]
+    old: PathBuf,
+    /// The candidate; must implement the same world as --old.
+    #[arg(long)]
+    new: PathBuf,
+    /// Multi-document YAML (or a List) of the objects to start from.
+    #[arg(long)]
+    state: PathBuf,
+    /// YAML list of steps applied after the controllers went idle.
+    #[arg(long)]
+    script: Option<PathBuf>,
+    /// Modules of the other controller (default: the reference logic linked into rekon).
+    #[arg(long)]
+    guests: Option<PathBuf>,
+    /// Seed for generated names.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Give up after this many seconds per phase.
+    #[arg(long, default_value_t = 60)]
+    timeout_seconds: u64,
+}
+
+/// Exit status: 0 when every decision agreed, 1 when any differed (or the new
+/// module failed), 2 when the simulation did not converge.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let state = read_state(&args.state)?;
+    let steps = match &args.script {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading script {}", path.display()))?;
+            parse_steps(&text).map_err(|e| anyhow::anyhow!("script {}: {e}", path.display()))?
+        }
+        None => Vec::new(),
+    };
+    let engine = Engine::new(EngineConfig::default()).context("starting the wasm engine")?;
+    let old = engine.loader().file(&args.old)?;
+    let new = engine.loader().world(old.world()).file(&args.new)?;
+    let tally = Arc::new(ShadowTally::new(usize::MAX));
+    let deciders = compared(old.clone(), new.clone(), tally.clone(), args.guests.as_deref()).await?;
+    let settle = Settle {
+        timeout: Duration::from_secs(args.timeout_seconds),
+        ..Settle::default()
+    };
+    let options = ClusterOptions {
+        seed: args.seed,
+        ..ClusterOptions::default()
+    };
+    let report = simulate(state, steps, options, settle, deciders, Arc::new(Journal::new())).await?;
+
+    print!("{}", render(&tally.differences()));
+    println!(
+        "{} ({}) vs {} ({}): {} decisions agreed, {} differed, {} failed in the new module",
+        args.old.display(),
+        old.id().short_digest(),
+        args.new.display(),
+        new.id().short_digest(),
+        tally.agreed(),
+        tally.differed(),
+        tally.failed()
+    );
+    if let Err(not_converged) = report.converged {
+        eprintln!("error: {not_converged}");
+        return Ok(ExitCode::from(2));
+    }
+    Ok(if tally.differed() + tally.failed() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn read_state(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading state file {}", path.display()))?;
+    rekon_apiserver::load_yaml_documents(&text).map_err(|e| anyhow::anyhow!("state file {}: {e}", path.display()))
+}
+
+/// The compared world decides with `old` shadowed by `new`; the other world
+/// with the modules of `guests`, or natively.
+async fn compared(
+    old: GuestPre,
+    new: GuestPre,
+    tally: Arc<ShadowTally>,
+    guests: Option<&Path>,
+) -> anyhow::Result<Deciders> {
+    let other = match guests {
+        Some(dir) => crate::guests::load_deciders(Some(dir)).await?,
+        None => Deciders {
+            pvc: Arc::new(Slot::new(Arc::new(Native) as Arc<dyn PvcDecider>)),
+            claim: Arc::new(Slot::new(Arc::new(Native) as Arc<dyn ClaimDecider>)),
+        },
+    };
+    Ok(match old.world() {
+        World::PvcProtection => {
+            let (old, new): (Arc<dyn PvcDecider>, Arc<dyn PvcDecider>) = (Arc::new(old), Arc::new(new));
+            let shadowed: Arc<dyn PvcDecider> = Arc::new(Shadowed::new(old, new, tally));
+            Deciders {
+                pvc: Arc::new(Slot::new(shadowed)),
+                claim: other.claim,
+            }
+        }
+        World::ResourceClaim => {
+            let (old, new): (Arc<dyn ClaimDecider>, Arc<dyn ClaimDecider>) = (Arc::new(old), Arc::new(new));
+            let shadowed: Arc<dyn ClaimDecider> = Arc::new(Shadowed::new(old, new, tally));
+            Deciders {
+                pvc: other.pvc,
+                claim: Arc::new(Slot::new(shadowed)),
+            }
+        }
+    })
+}
+
+/// Per key, each differing decision as a line diff of the two decisions (YAML).
+fn render(differences: &[ShadowDifference]) -> String {
+    let mut by_key: BTreeMap<&str, Vec<&ShadowDifference>> = BTreeMap::new();
+    for difference in differences {
+        by_key.entry(&difference.key).or_default().push(difference);
+    }
+    let mut out = String::new();
+    for (key, differences) in by_key {
+        for difference in differences {
+            let yaml = |v: &serde_json::Value| serde_yaml::to_string(v).expect("decisions serialise");
+            out.push_str(&format!("--- {key} ({}): - old, + new\n", difference.decision));
+            out.push_str(&crate::line_diff::line_diff(&yaml(&difference.active), &yaml(&difference.shadow)));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders_each_difference_under_its_key_as_a_line_diff() {
+        let differences = [
+            ShadowDifference {
+                decision: "decide",
+                key: "ns/b".into(),
+                active: json!({"actions": [{"remove-finalizer": {"name": "b"}}]}),
+                shadow: json!({"actions": []}),
+            },
+            ShadowDifference {
+                decision: "decide",
+                key: "ns/a".into(),
+                active: json!("need-live-pods"),
+                shadow: json!({"error": "trapped"}),
+            },
+        ];
+        let text = render(&differences);
+        let a = text.find("--- ns/a (decide)").unwrap();
+        let b = text.find("--- ns/b (decide)").unwrap();
+        assert!(a < b, "sorted by key:\n{text}");
+        assert!(text.contains("- need-live-pods\n+ error: trapped"), "{text}");
+        assert!(text.contains("+ actions: []"), "{text}");
+    }
+}

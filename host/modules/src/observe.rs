@@ -1,0 +1,18 @@
+//! Hooks for metrics: which version serves each controller, and every shadow
+//! verdict. The status ([`crate::Modules::status`]) has the same numbers as
+//! totals; these are for push-style metrics.
+
+use rekon_controllers::decider::{GuestInfo, ShadowVerdict};
+use rekon_runtime::World;
+
+pub trait ModulesObserver: Send + Sync {
+    /// `controller` decides with `guest` from now on (first load, swap, rollback).
+    fn activated(&self, _controller: World, _guest: &GuestInfo) {}
+    /// One shadow decision of `controller` was compared with the active one.
+    fn shadow_verdict(&self, _controller: World, _verdict: ShadowVerdict) {}
+}
+
+/// Observes nothing.
+pub struct NoModulesObserver;
+
+impl ModulesObserver for NoModulesObserver {}

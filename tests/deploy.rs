@@ -1,0 +1,348 @@
+//! The manifests in deploy/: each parses into its k8s-openapi type with no field
+//! lost on a round trip, `kubectl kustomize deploy/` renders them, the RBAC
+//! rules are exactly what the controllers use, and the Deployment runs rekon
+//! the way the issue asks (probes, leader election, a locked-down container).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+fn deploy_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
+}
+
+/// Every YAML document of the manifests, with the file it came from.
+fn manifests() -> Vec<(String, Value)> {
+    let mut docs = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(deploy_dir())
+        .expect("deploy/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "yaml") && !p.ends_with("kustomization.yaml")
+        })
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value: Value = serde::Deserialize::deserialize(doc)
+                .unwrap_or_else(|e| panic!("{}: not YAML: {e}", file.display()));
+            docs.push((
+                file.file_name().unwrap().to_string_lossy().into_owned(),
+                value,
+            ));
+        }
+    }
+    docs
+}
+
+/// Parses `doc` as `T` and checks that serializing it back gives the same
+/// document: a misspelt or misplaced field would be dropped and show up here.
+fn round_trip<T: DeserializeOwned + Serialize>(file: &str, doc: &Value) -> T {
+    let typed: T = serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let back = serde_json::to_value(&typed).unwrap();
+    assert_eq!(
+        &back, doc,
+        "{file}: fields were lost or changed in the round trip"
+    );
+    typed
+}
+
+fn check_kind(file: &str, doc: &Value) {
+    match doc["kind"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{file}: no kind"))
+    {
+        "Namespace" => drop(round_trip::<Namespace>(file, doc)),
+        "ServiceAccount" => drop(round_trip::<ServiceAccount>(file, doc)),
+        "ClusterRole" => drop(round_trip::<ClusterRole>(file, doc)),
+        "ClusterRoleBinding" => drop(round_trip::<ClusterRoleBinding>(file, doc)),
+        "Role" => drop(round_trip::<Role>(file, doc)),
+        "RoleBinding" => drop(round_trip::<RoleBinding>(file, doc)),
+        "ConfigMap" => drop(round_trip::<ConfigMap>(file, doc)),
+        "Deployment" => drop(round_trip::<Deployment>(file, doc)),
+        "Service" => drop(round_trip::<Service>(file, doc)),
+        other => panic!("{file}: unexpected kind {other}"),
+    }
+}
+
+fn find<T: DeserializeOwned>(kind: &str) -> T {
+    let (file, doc) = manifests()
+        .into_iter()
+        .find(|(_, d)| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in deploy/"));
+    serde_json::from_value(doc).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn every_manifest_parses_into_its_kubernetes_type_without_losing_fields() {
+    let docs = manifests();
+    let kinds: BTreeSet<&str> = docs
+        .iter()
+        .map(|(_, d)| d["kind"].as_str().unwrap())
+        .collect();
+    let expected = [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "Namespace",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+    ];
+    assert_eq!(kinds, expected.into_iter().collect());
+    for (file, doc) in &docs {
+        check_kind(file, doc);
+    }
+}
+
+#[test]
+fn kubectl_kustomize_renders_every_manifest_into_the_namespace() {
+    let output = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(deploy_dir())
+        .output()
+        .expect("kubectl is installed");
+    assert!(
+        output.status.success(),
+        "kubectl kustomize: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    let rendered: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    assert_eq!(
+        rendered.len(),
+        manifests().len(),
+        "kustomization.yaml lists every manifest"
+    );
+    for doc in &rendered {
+        let kind = doc["kind"].as_str().unwrap();
+        check_kind("kustomize output", doc);
+        let cluster_scoped = ["Namespace", "ClusterRole", "ClusterRoleBinding"].contains(&kind);
+        if !cluster_scoped {
+            assert_eq!(
+                doc["metadata"]["namespace"], "rekon-system",
+                "{kind} outside rekon-system"
+            );
+        }
+        assert_eq!(
+            doc["metadata"]["labels"]["app.kubernetes.io/part-of"], "rekon",
+            "{kind}"
+        );
+    }
+    let deployment = rendered.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "rekon:dev"
+    );
+}
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    let strings = |items: &[&str]| Some(items.iter().map(|s| s.to_string()).collect());
+    PolicyRule {
+        api_groups: strings(groups),
+        resources: strings(resources),
+        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+#[test]
+fn the_cluster_role_grants_exactly_what_the_controllers_use() {
+    let role: ClusterRole = find("ClusterRole");
+    let expected = vec![
+        rule(&[""], &["pods"], &["get", "list", "watch"]),
+        rule(&[""], &["pods/status"], &["patch"]),
+        rule(
+            &[""],
+            &["persistentvolumeclaims"],
+            &["get", "list", "watch", "patch"],
+        ),
+        rule(
+            &["resource.k8s.io"],
+            &["resourceclaims"],
+            &["get", "list", "watch", "create", "patch", "delete"],
+        ),
+        rule(&["resource.k8s.io"], &["resourceclaims/status"], &["patch"]),
+        rule(
+            &["resource.k8s.io"],
+            &["resourceclaimtemplates"],
+            &["get", "list", "watch"],
+        ),
+        rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
+    ];
+    assert_eq!(role.rules.unwrap(), expected);
+
+    let binding: ClusterRoleBinding = find("ClusterRoleBinding");
+    assert_eq!(binding.role_ref.name, "rekon");
+    let subject = &binding.subjects.unwrap()[0];
+    assert_eq!(
+        (subject.kind.as_str(), subject.name.as_str()),
+        ("ServiceAccount", "rekon")
+    );
+    assert_eq!(subject.namespace.as_deref(), Some("rekon-system"));
+}
+
+#[test]
+fn leader_election_may_only_touch_leases_in_its_namespace() {
+    let role: Role = find("Role");
+    assert_eq!(role.metadata.namespace.as_deref(), Some("rekon-system"));
+    assert_eq!(
+        role.rules.unwrap(),
+        vec![rule(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["get", "create", "update"]
+        )]
+    );
+    let binding: RoleBinding = find("RoleBinding");
+    assert_eq!(binding.role_ref.name, role.metadata.name.unwrap());
+    assert_eq!(binding.subjects.unwrap()[0].name, "rekon");
+}
+
+#[test]
+fn the_deployment_runs_two_locked_down_replicas_with_probes_and_leader_election() {
+    let deployment: Deployment = find("Deployment");
+    let spec = deployment.spec.unwrap();
+    assert_eq!(spec.replicas, Some(2));
+    let pod = spec.template.spec.unwrap();
+    assert_eq!(pod.service_account_name.as_deref(), Some("rekon"));
+    let pod_security = pod.security_context.unwrap();
+    assert_eq!(pod_security.run_as_non_root, Some(true));
+    assert_eq!(
+        pod_security.seccomp_profile.unwrap().type_,
+        "RuntimeDefault"
+    );
+
+    let container = &pod.containers[0];
+    let security = container.security_context.clone().unwrap();
+    assert_eq!(security.read_only_root_filesystem, Some(true));
+    assert_eq!(security.allow_privilege_escalation, Some(false));
+    assert_eq!(
+        security.capabilities.unwrap().drop,
+        Some(vec!["ALL".to_string()])
+    );
+    let resources = container.resources.clone().unwrap();
+    for key in ["cpu", "memory"] {
+        assert!(
+            resources.requests.as_ref().unwrap().contains_key(key),
+            "request {key}"
+        );
+    }
+    assert!(resources.limits.as_ref().unwrap().contains_key("memory"));
+
+    let probe_path = |probe: &Option<k8s_openapi::api::core::v1::Probe>| {
+        probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap()
+            .path
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(probe_path(&container.liveness_probe), "/healthz");
+    assert_eq!(probe_path(&container.readiness_probe), "/readyz");
+
+    let args = container.args.clone().unwrap();
+    for wanted in [
+        "--leader-elect",
+        "--guests=/etc/rekon/guests",
+        "--lease-namespace=$(POD_NAMESPACE)",
+    ] {
+        assert!(
+            args.iter().any(|a| a == wanted),
+            "missing {wanted} in {args:?}"
+        );
+    }
+    let env: BTreeSet<String> = container
+        .env
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(
+        env.contains("POD_NAME") && env.contains("POD_NAMESPACE"),
+        "{env:?}"
+    );
+    let mount = container.volume_mounts.clone().unwrap();
+    assert!(
+        mount
+            .iter()
+            .any(|m| m.mount_path == "/etc/rekon/guests" && m.read_only == Some(true))
+    );
+    let guests_volume = pod
+        .volumes
+        .unwrap()
+        .into_iter()
+        .find(|v| v.name == "guests")
+        .unwrap();
+    assert_eq!(guests_volume.config_map.unwrap().name, "rekon-guests");
+
+    // Shutdown must fit in the kubelet's grace period.
+    let grace: i64 = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--shutdown-grace-seconds="))
+        .expect("--shutdown-grace-seconds")
+        .parse()
+        .unwrap();
+    assert!(grace < pod.termination_grace_period_seconds.unwrap());
+}
+
+/// Every `--flag` the Deployment passes exists on `rekon run`.
+#[test]
+fn the_deployment_only_passes_flags_rekon_run_has() {
+    let run = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/cli/src/cmd/run.rs"),
+    )
+    .unwrap();
+    let deployment: Deployment = find("Deployment");
+    let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
+    let args = container.args.clone().unwrap();
+    assert_eq!(args[0], "run");
+    for arg in &args[1..] {
+        let flag = arg.trim_start_matches("--").split('=').next().unwrap();
+        let field = format!("    {}: ", flag.replace('-', "_"));
+        assert!(run.contains(&field), "rekon run has no --{flag}");
+    }
+}
+
+#[test]
+fn the_guests_config_map_holds_guests_yaml_and_both_modules() {
+    let config_map: ConfigMap = find("ConfigMap");
+    assert_eq!(config_map.metadata.name.as_deref(), Some("rekon-guests"));
+    let guests_yaml = &config_map.data.unwrap()["guests.yaml"];
+    let parsed: serde_yaml::Value = serde_yaml::from_str(guests_yaml).unwrap();
+    for (controller, module) in [
+        ("pvc-protection", "pvc-protection.wasm"),
+        ("resource-claim", "resource-claim.wasm"),
+    ] {
+        assert_eq!(parsed[controller]["module"].as_str(), Some(module));
+        assert!(
+            parsed[controller]["sha256"]
+                .as_str()
+                .is_some_and(|d| d.len() == 64)
+        );
+        assert!(
+            config_map
+                .binary_data
+                .as_ref()
+                .unwrap()
+                .contains_key(module),
+            "binaryData {module}"
+        );
+    }
+}
