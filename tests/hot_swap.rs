@@ -63,9 +63,13 @@ async fn steady_load(api: Api<PersistentVolumeClaim>, stop: Arc<AtomicBool>) -> 
     let mut created = 0;
     while !stop.load(Ordering::Relaxed) {
         let name = format!("load-{created}");
-        api.create(&PostParams::default(), &pvc(&name)).await.expect("create PVC");
+        api.create(&PostParams::default(), &pvc(&name))
+            .await
+            .expect("create PVC");
         if created % 2 == 0 {
-            api.delete(&name, &DeleteParams::default()).await.expect("delete PVC");
+            api.delete(&name, &DeleteParams::default())
+                .await
+                .expect("delete PVC");
         }
         created += 1;
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -91,9 +95,18 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
     let reference = guest("rekon_guest_pvc_protection");
     // Three builds of the same logic, told apart by a custom section.
     let v1 = put("v1.wasm", &reference);
-    let v2 = put("v2.wasm", &with_custom_section(&reference, "rekon-build", b"2"));
-    let v3 = put("v3.wasm", &with_custom_section(&reference, "rekon-build", b"3"));
-    let tampered = put("v4.wasm", &with_custom_section(&reference, "rekon-build", b"4"));
+    let v2 = put(
+        "v2.wasm",
+        &with_custom_section(&reference, "rekon-build", b"2"),
+    );
+    let v3 = put(
+        "v3.wasm",
+        &with_custom_section(&reference, "rekon-build", b"3"),
+    );
+    let tampered = put(
+        "v4.wasm",
+        &with_custom_section(&reference, "rekon-build", b"4"),
+    );
     let claim = put("claim.wasm", &guest("rekon_guest_resource_claim"));
     let core = put("core.wasm", &wat::parse_str("(module)").unwrap());
     let trapping = put("trapping.wasm", &guest("rekon_guest_misbehaving"));
@@ -115,17 +128,26 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
     })
     .await
     .unwrap();
-    cluster.server.store().load_objects(vec![namespace(NS)]).unwrap();
+    cluster
+        .server
+        .store()
+        .load_objects(vec![namespace(NS)])
+        .unwrap();
     let journal = Arc::new(Journal::new());
     let deciders = Deciders {
         pvc: modules.pvc(),
         claim: modules.claim(),
     };
-    let host = Host::start(cluster.client.clone(), host_config(&deciders, journal.clone()));
+    let host = Host::start(
+        cluster.client.clone(),
+        host_config(&deciders, journal.clone()),
+    );
     let api: Api<PersistentVolumeClaim> = Api::namespaced(cluster.client.clone(), NS);
     // The misbehaving guest traps on a PVC named "panic": decided now, it is
     // among the inputs a new version is replayed on before it serves.
-    api.create(&PostParams::default(), &pvc("panic")).await.unwrap();
+    api.create(&PostParams::default(), &pvc("panic"))
+        .await
+        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let load = tokio::spawn(steady_load(api.clone(), stop.clone()));
 
@@ -138,9 +160,17 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         ("v2.wasm", &v2, None),
         ("v4.wasm", &v3, Some("but guests.yaml pins")),
         ("v3.wasm", &v3, None),
-        ("claim.wasm", &claim, Some("does not export rekon:reconcile/pvc-decider@0.1.0")),
+        (
+            "claim.wasm",
+            &claim,
+            Some("does not export rekon:reconcile/pvc-decider@0.1.0"),
+        ),
         ("core.wasm", &core, Some("not a component")),
-        ("trapping.wasm", &trapping, Some("recorded input of key load/panic")),
+        (
+            "trapping.wasm",
+            &trapping,
+            Some("recorded input of key load/panic"),
+        ),
         ("v1.wasm", &v1, None),
     ];
     for (module, digest, refusal) in steps {
@@ -151,7 +181,9 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         let report = modules.reload().await;
         let after = pvc_decisions(&journal).len();
         match (refusal, report.change(World::PvcProtection)) {
-            (Some(expected), Change::Refused(reason)) => assert!(reason.contains(expected), "{module}: {reason}"),
+            (Some(expected), Change::Refused(reason)) => {
+                assert!(reason.contains(expected), "{module}: {reason}")
+            }
             (None, Change::Published { .. }) => {
                 swaps.push(Swap {
                     before,
@@ -160,7 +192,10 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
                 });
                 // Wait for the new version's first decision under the load.
                 let deadline = Instant::now() + Duration::from_secs(20);
-                while !pvc_decisions(&journal)[after..].iter().any(|(d, _)| d == digest.hex()) {
+                while !pvc_decisions(&journal)[after..]
+                    .iter()
+                    .any(|(d, _)| d == digest.hex())
+                {
                     assert!(Instant::now() < deadline, "{module} never decided");
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
@@ -171,9 +206,13 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
     stop.store(true, Ordering::Relaxed);
     let created = load.await.unwrap();
     host.touch();
-    host.wait_idle(Duration::from_millis(500), Duration::from_secs(2), Duration::from_secs(60))
-        .await
-        .expect("every key converges");
+    host.wait_idle(
+        Duration::from_millis(500),
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("every key converges");
     host.shutdown(Duration::from_secs(5)).await;
 
     // No reconcile lost: every deleted PVC was released, every other one protected.
@@ -182,19 +221,36 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         .into_iter()
         .filter(|o| o["kind"] == "PersistentVolumeClaim")
         .collect();
-    assert_eq!(pvcs.len(), created / 2 + 1, "odd load-N and `panic` remain (created {created})");
+    assert_eq!(
+        pvcs.len(),
+        created / 2 + 1,
+        "odd load-N and `panic` remain (created {created})"
+    );
     for object in &pvcs {
         let name = object["metadata"]["name"].as_str().unwrap();
-        assert!(object["metadata"]["deletionTimestamp"].is_null(), "{name} was deleted but kept");
+        assert!(
+            object["metadata"]["deletionTimestamp"].is_null(),
+            "{name} was deleted but kept"
+        );
         assert_eq!(finalizers(object), [PVC_FINALIZER], "{name} is protected");
     }
 
     // No decision failed, and no bad module ever decided.
     let decisions = pvc_decisions(&journal);
-    assert!(decisions.len() > created, "{} decisions for {created} PVCs", decisions.len());
-    assert!(decisions.iter().all(|(_, failed)| !failed), "a decision failed during the swaps");
+    assert!(
+        decisions.len() > created,
+        "{} decisions for {created} PVCs",
+        decisions.len()
+    );
+    assert!(
+        decisions.iter().all(|(_, failed)| !failed),
+        "a decision failed during the swaps"
+    );
     for bad in [&tampered, &claim, &core, &trapping] {
-        assert!(decisions.iter().all(|(d, _)| d != bad.hex()), "bad module {bad} decided");
+        assert!(
+            decisions.iter().all(|(d, _)| d != bad.hex()),
+            "bad module {bad} decided"
+        );
     }
     // The digest changes at each swap: before it only the old version decides,
     // after it (past the decisions in flight) only the new one.
@@ -202,12 +258,21 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         let end = swaps.get(i + 1).map_or(decisions.len(), |next| next.before);
         let settled = (swap.after + IN_FLIGHT).min(end);
         for (n, (digest, _)) in decisions[settled..end].iter().enumerate() {
-            assert_eq!(digest, &swap.digest, "decision {} after swap {i}", settled + n);
+            assert_eq!(
+                digest,
+                &swap.digest,
+                "decision {} after swap {i}",
+                settled + n
+            );
         }
         let previous = i.checked_sub(1).map(|p| &swaps[p].digest);
         for (n, (digest, _)) in decisions[swap.before..settled].iter().enumerate() {
             let allowed = digest == &swap.digest || Some(digest) == previous;
-            assert!(allowed, "decision {} around swap {i} by {digest}", swap.before + n);
+            assert!(
+                allowed,
+                "decision {} around swap {i} by {digest}",
+                swap.before + n
+            );
         }
     }
     let status = modules.status();
@@ -236,7 +301,9 @@ async fn a_trapping_version_is_rolled_back_and_its_keys_converge() {
          resource-claim: {{module: claim.wasm, sha256: {claim}}}\n"
     );
     std::fs::write(dir.path().join("guests.yaml"), yaml).unwrap();
-    let modules = Modules::open(ModulesOptions::new(dir.path())).await.unwrap();
+    let modules = Modules::open(ModulesOptions::new(dir.path()))
+        .await
+        .unwrap();
 
     let cluster = EmbeddedCluster::start(&ClusterOptions {
         pvc_protection_admission: false,
@@ -255,7 +322,10 @@ async fn a_trapping_version_is_rolled_back_and_its_keys_converge() {
         pvc: modules.pvc(),
         claim: modules.claim(),
     };
-    let host = Host::start(cluster.client.clone(), host_config(&deciders, journal.clone()));
+    let host = Host::start(
+        cluster.client.clone(),
+        host_config(&deciders, journal.clone()),
+    );
     for ns in namespaces {
         let mut claim = pvc("panic");
         claim.metadata.namespace = Some(ns.into());
@@ -264,9 +334,13 @@ async fn a_trapping_version_is_rolled_back_and_its_keys_converge() {
             .await
             .unwrap();
     }
-    host.wait_idle(Duration::from_millis(500), Duration::from_secs(2), Duration::from_secs(60))
-        .await
-        .expect("every key converges after the rollback");
+    host.wait_idle(
+        Duration::from_millis(500),
+        Duration::from_secs(2),
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("every key converges after the rollback");
     host.shutdown(Duration::from_secs(5)).await;
 
     let pvcs: Vec<_> = cluster
@@ -275,17 +349,38 @@ async fn a_trapping_version_is_rolled_back_and_its_keys_converge() {
         .filter(|o| o["kind"] == "PersistentVolumeClaim")
         .collect();
     assert_eq!(pvcs.len(), 3);
-    assert!(pvcs.iter().all(|p| finalizers(p) == [PVC_FINALIZER]), "{pvcs:?}");
+    assert!(
+        pvcs.iter().all(|p| finalizers(p) == [PVC_FINALIZER]),
+        "{pvcs:?}"
+    );
     let decisions = pvc_decisions(&journal);
     let failed: Vec<_> = decisions.iter().filter(|(_, failed)| *failed).collect();
-    assert!(failed.len() >= 3 && failed.iter().all(|(d, _)| d == trapping.hex()), "{decisions:?}");
-    let first_good = decisions.iter().position(|(d, _)| d == good.hex()).expect("the previous version decided");
+    assert!(
+        failed.len() >= 3 && failed.iter().all(|(d, _)| d == trapping.hex()),
+        "{decisions:?}"
+    );
+    let first_good = decisions
+        .iter()
+        .position(|(d, _)| d == good.hex())
+        .expect("the previous version decided");
     let settled = (first_good + IN_FLIGHT).min(decisions.len());
-    assert!(decisions[settled..].iter().all(|(d, failed)| d == good.hex() && !failed), "{decisions:?}");
+    assert!(
+        decisions[settled..]
+            .iter()
+            .all(|(d, failed)| d == good.hex() && !failed),
+        "{decisions:?}"
+    );
     let status = modules.status();
     let pvc = status.controller("pvc-protection").unwrap();
     assert_eq!(pvc.rollbacks, 1);
     assert_eq!(pvc.active.as_ref().unwrap().sha256, good.hex());
-    assert!(pvc.last_error.as_deref().unwrap().contains("rolled back to good"), "{:?}", pvc.last_error);
+    assert!(
+        pvc.last_error
+            .as_deref()
+            .unwrap()
+            .contains("rolled back to good"),
+        "{:?}",
+        pvc.last_error
+    );
     cluster.server.shutdown().await;
 }

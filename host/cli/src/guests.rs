@@ -74,8 +74,11 @@ struct MetricsBridge(Arc<dyn GuestStatus>);
 
 impl ModulesObserver for MetricsBridge {
     fn activated(&self, controller: World, guest: &GuestInfo) {
-        self.0
-            .active_module(controller.name(), &guest.name, &format!("sha256:{}", guest.digest));
+        self.0.active_module(
+            controller.name(),
+            &guest.name,
+            &format!("sha256:{}", guest.digest),
+        );
     }
 
     fn shadow_verdict(&self, controller: World, verdict: ShadowVerdict) {

@@ -17,7 +17,8 @@ metadata: {namespace: ns, name: logs, finalizers: [kubernetes.io/pvc-protection]
 spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 ";
 
-const SCRIPT: &str = "- delete: {apiVersion: v1, kind: PersistentVolumeClaim, namespace: ns, name: logs}\n";
+const SCRIPT: &str =
+    "- delete: {apiVersion: v1, kind: PersistentVolumeClaim, namespace: ns, name: logs}\n";
 
 fn diff(dir: &Path, old: &str, new: &str) -> Output {
     std::fs::write(dir.join("state.yaml"), STATE).unwrap();
@@ -39,20 +40,39 @@ fn diff(dir: &Path, old: &str, new: &str) -> Output {
 #[test]
 fn differing_versions_print_each_differing_decision_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
-    let out = diff(dir.path(), "rekon_guest_pvc_protection", "rekon_guest_misbehaving");
+    let out = diff(
+        dir.path(),
+        "rekon_guest_pvc_protection",
+        "rekon_guest_misbehaving",
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Deleting the unused PVC: the reference asks for live pods then removes the
     // finalizer; the misbehaving guest does nothing both times.
-    assert!(stdout.contains("--- ns/logs (decide): - old, + new\n- need-live-pods\n+ actions: []"), "{stdout}");
+    assert!(
+        stdout.contains("--- ns/logs (decide): - old, + new\n- need-live-pods\n+ actions: []"),
+        "{stdout}"
+    );
     assert!(stdout.contains("- - remove-finalizer:"), "{stdout}");
-    assert!(stdout.contains("decisions agreed, 2 differed, 0 failed"), "{stdout}");
+    assert!(
+        stdout.contains("decisions agreed, 2 differed, 0 failed"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn identical_versions_exit_0() {
     let dir = tempfile::tempdir().unwrap();
-    let out = diff(dir.path(), "rekon_guest_pvc_protection", "rekon_guest_pvc_protection");
+    let out = diff(
+        dir.path(),
+        "rekon_guest_pvc_protection",
+        "rekon_guest_pvc_protection",
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("0 differed, 0 failed"), "{stdout}");
@@ -62,8 +82,15 @@ fn identical_versions_exit_0() {
 #[test]
 fn versions_of_different_worlds_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let out = diff(dir.path(), "rekon_guest_pvc_protection", "rekon_guest_resource_claim");
+    let out = diff(
+        dir.path(),
+        "rekon_guest_pvc_protection",
+        "rekon_guest_resource_claim",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("does not export rekon:reconcile/pvc-decider@0.1.0"), "{stderr}");
+    assert!(
+        stderr.contains("does not export rekon:reconcile/pvc-decider@0.1.0"),
+        "{stderr}"
+    );
 }

@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use rekon_guest::model::{
-    ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput,
-};
+use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
 
 /// Which module made a decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +129,9 @@ pub fn guest_call<R>(call: impl Fn() -> R) -> R {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&call)) {
         Ok(result) => result,
         Err(panic) => match Handle::try_current() {
-            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(call),
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(call)
+            }
             _ => std::panic::resume_unwind(panic),
         },
     }
@@ -154,11 +154,13 @@ impl ClaimDecider for rekon_runtime::GuestPre {
     }
 
     fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        guest_call(|| rekon_runtime::GuestPre::decide_pod(self, input.clone())).map_err(|e| guest_error(key, e))
+        guest_call(|| rekon_runtime::GuestPre::decide_pod(self, input.clone()))
+            .map_err(|e| guest_error(key, e))
     }
 
     fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        guest_call(|| rekon_runtime::GuestPre::decide_claim(self, input.clone())).map_err(|e| guest_error(key, e))
+        guest_call(|| rekon_runtime::GuestPre::decide_claim(self, input.clone()))
+            .map_err(|e| guest_error(key, e))
     }
 }
 
@@ -351,7 +353,8 @@ impl ClaimDecider for Shadowed<dyn ClaimDecider> {
         let active = self.active.decide_pod(key, input.clone());
         let shadow = self.shadow.decide_pod(key, input);
         let guests = (&self.active.info(), &self.shadow.info());
-        self.tally.compare("decide-pod", key, &active, shadow, guests);
+        self.tally
+            .compare("decide-pod", key, &active, shadow, guests);
         active
     }
 
@@ -359,7 +362,8 @@ impl ClaimDecider for Shadowed<dyn ClaimDecider> {
         let active = self.active.decide_claim(key, input.clone());
         let shadow = self.shadow.decide_claim(key, input);
         let guests = (&self.active.info(), &self.shadow.info());
-        self.tally.compare("decide-claim", key, &active, shadow, guests);
+        self.tally
+            .compare("decide-claim", key, &active, shadow, guests);
         active
     }
 }
@@ -403,46 +407,91 @@ mod tests {
             Fixed(Ok(PvcDecision::NeedLivePods), "a"),
             Fixed(Ok(PvcDecision::NeedLivePods), "s"),
         );
-        assert_eq!(agreeing.decide("ns/a", PvcInput::default()).unwrap(), PvcDecision::NeedLivePods);
-        assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (1, 0, 0));
+        assert_eq!(
+            agreeing.decide("ns/a", PvcInput::default()).unwrap(),
+            PvcDecision::NeedLivePods
+        );
+        assert_eq!(
+            (tally.agreed(), tally.differed(), tally.failed()),
+            (1, 0, 0)
+        );
 
         let (differing, tally) = shadowed(
             Fixed(Ok(PvcDecision::Actions(vec![add()])), "a"),
             Fixed(Ok(PvcDecision::Actions(vec![])), "s"),
         );
-        assert_eq!(differing.decide("ns/b", PvcInput::default()).unwrap(), PvcDecision::Actions(vec![add()]));
-        assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (0, 1, 0));
+        assert_eq!(
+            differing.decide("ns/b", PvcInput::default()).unwrap(),
+            PvcDecision::Actions(vec![add()])
+        );
+        assert_eq!(
+            (tally.agreed(), tally.differed(), tally.failed()),
+            (0, 1, 0)
+        );
         let difference = &tally.differences()[0];
         assert_eq!(difference.key, "ns/b");
-        assert_eq!(difference.active, serde_json::to_value(PvcDecision::Actions(vec![add()])).unwrap());
+        assert_eq!(
+            difference.active,
+            serde_json::to_value(PvcDecision::Actions(vec![add()])).unwrap()
+        );
         assert_eq!(difference.shadow, serde_json::json!({"actions": []}));
-        assert_eq!(differing.info().name, "a", "the journal names the active guest");
+        assert_eq!(
+            differing.info().name,
+            "a",
+            "the journal names the active guest"
+        );
     }
 
     #[test]
     fn a_failing_shadow_never_fails_the_decision() {
-        let (shadowed, tally) = shadowed(Fixed(Ok(PvcDecision::NeedLivePods), "a"), Fixed(Err("trapped"), "s"));
-        assert_eq!(shadowed.decide("ns/c", PvcInput::default()).unwrap(), PvcDecision::NeedLivePods);
-        assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (0, 0, 1));
-        assert_eq!(tally.differences()[0].shadow, serde_json::json!({"error": "trapped"}));
+        let (shadowed, tally) = shadowed(
+            Fixed(Ok(PvcDecision::NeedLivePods), "a"),
+            Fixed(Err("trapped"), "s"),
+        );
+        assert_eq!(
+            shadowed.decide("ns/c", PvcInput::default()).unwrap(),
+            PvcDecision::NeedLivePods
+        );
+        assert_eq!(
+            (tally.agreed(), tally.differed(), tally.failed()),
+            (0, 0, 1)
+        );
+        assert_eq!(
+            tally.differences()[0].shadow,
+            serde_json::json!({"error": "trapped"})
+        );
     }
 
     #[test]
     fn a_failing_active_is_returned_and_not_compared() {
-        let (shadowed, tally) = shadowed(Fixed(Err("trapped"), "a"), Fixed(Ok(PvcDecision::NeedLivePods), "s"));
+        let (shadowed, tally) = shadowed(
+            Fixed(Err("trapped"), "a"),
+            Fixed(Ok(PvcDecision::NeedLivePods), "s"),
+        );
         assert!(shadowed.decide("ns/d", PvcInput::default()).is_err());
-        assert_eq!((tally.agreed(), tally.differed(), tally.failed()), (0, 0, 0));
+        assert_eq!(
+            (tally.agreed(), tally.differed(), tally.failed()),
+            (0, 0, 0)
+        );
     }
 
     #[test]
     fn the_hook_hears_every_verdict() {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let sink = heard.clone();
-        let tally = Arc::new(ShadowTally::new(0).with_hook(Box::new(move |v| sink.lock().unwrap().push(v))));
+        let tally = Arc::new(
+            ShadowTally::new(0).with_hook(Box::new(move |v| sink.lock().unwrap().push(v))),
+        );
         let active: Arc<dyn PvcDecider> = Arc::new(Fixed(Ok(PvcDecision::NeedLivePods), "a"));
-        for shadow in [Ok(PvcDecision::NeedLivePods), Ok(PvcDecision::Actions(vec![])), Err("x")] {
+        for shadow in [
+            Ok(PvcDecision::NeedLivePods),
+            Ok(PvcDecision::Actions(vec![])),
+            Err("x"),
+        ] {
             let shadow: Arc<dyn PvcDecider> = Arc::new(Fixed(shadow, "s"));
-            Shadowed::new(active.clone(), shadow, tally.clone()).decide("k", PvcInput::default()).unwrap();
+            Shadowed::new(active.clone(), shadow, tally.clone())
+                .decide("k", PvcInput::default())
+                .unwrap();
         }
         use ShadowVerdict::*;
         assert_eq!(*heard.lock().unwrap(), [Agreed, Differed, Failed]);
@@ -451,7 +500,10 @@ mod tests {
 
     #[test]
     fn keeps_only_the_latest_differences() {
-        let (shadowed, tally) = shadowed(Fixed(Ok(PvcDecision::NeedLivePods), "a"), Fixed(Err("x"), "s"));
+        let (shadowed, tally) = shadowed(
+            Fixed(Ok(PvcDecision::NeedLivePods), "a"),
+            Fixed(Err("x"), "s"),
+        );
         for key in ["k1", "k2", "k3"] {
             shadowed.decide(key, PvcInput::default()).unwrap();
         }

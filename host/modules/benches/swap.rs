@@ -26,32 +26,48 @@ const SWAPS: usize = 50;
 const TARGET: Duration = Duration::from_millis(5);
 
 fn main() {
-    let reference = std::fs::read(built_guest("rekon_guest_pvc_protection")).expect("make guests first");
+    let reference =
+        std::fs::read(built_guest("rekon_guest_pvc_protection")).expect("make guests first");
     let claim = std::fs::read(built_guest("rekon_guest_resource_claim")).unwrap();
     let engine = Engine::new(EngineConfig::default()).unwrap();
     let precompiled = engine.precompile(&reference).unwrap();
 
     let mut rows = Vec::new();
-    rows.push(("deserialize", time(|| {
-        let loader = engine.loader().world(World::PvcProtection);
-        let started = Instant::now();
-        // SAFETY: precompiled by this engine just above.
-        let guest = unsafe { loader.precompiled("pvc", &precompiled) }.unwrap();
-        (started.elapsed(), guest)
-    })));
-    let guest = unsafe { engine.loader().world(World::PvcProtection).precompiled("pvc", &precompiled) }.unwrap();
-    rows.push(("instantiate check", time(|| {
-        let started = Instant::now();
-        guest.instantiate().unwrap();
-        (started.elapsed(), ())
-    })));
+    rows.push((
+        "deserialize",
+        time(|| {
+            let loader = engine.loader().world(World::PvcProtection);
+            let started = Instant::now();
+            // SAFETY: precompiled by this engine just above.
+            let guest = unsafe { loader.precompiled("pvc", &precompiled) }.unwrap();
+            (started.elapsed(), guest)
+        }),
+    ));
+    let guest = unsafe {
+        engine
+            .loader()
+            .world(World::PvcProtection)
+            .precompiled("pvc", &precompiled)
+    }
+    .unwrap();
+    rows.push((
+        "instantiate check",
+        time(|| {
+            let started = Instant::now();
+            guest.instantiate().unwrap();
+            (started.elapsed(), ())
+        }),
+    ));
     let slot: Slot<dyn PvcDecider> = Slot::new(Arc::new(guest.clone()));
-    rows.push(("publish (slot swap)", time(|| {
-        let next: Arc<dyn PvcDecider> = Arc::new(guest.clone());
-        let started = Instant::now();
-        let previous = slot.swap(next);
-        (started.elapsed(), previous)
-    })));
+    rows.push((
+        "publish (slot swap)",
+        time(|| {
+            let next: Arc<dyn PvcDecider> = Arc::new(guest.clone());
+            let started = Instant::now();
+            let previous = slot.swap(next);
+            (started.elapsed(), previous)
+        }),
+    ));
 
     let cache = PrecompiledCache::new(engine.compatibility_hash(), None).unwrap();
     let file = ModuleFile {
@@ -62,16 +78,26 @@ fn main() {
     };
     cache.put(&file.digest, precompiled.clone().into());
     let loader = Loader::new(engine.clone(), cache);
-    rows.push(("precompiled -> published", time(|| {
-        let started = Instant::now();
-        let version = loader.load(World::PvcProtection, Limits::default(), &file).unwrap();
-        let previous = slot.swap(Arc::new(version));
-        (started.elapsed(), previous)
-    })));
+    rows.push((
+        "precompiled -> published",
+        time(|| {
+            let started = Instant::now();
+            let version = loader
+                .load(World::PvcProtection, Limits::default(), &file)
+                .unwrap();
+            let previous = slot.swap(Arc::new(version));
+            (started.elapsed(), previous)
+        }),
+    ));
 
-    rows.push(("reload (guests.yaml -> serving)", reload(&reference, &claim)));
+    rows.push((
+        "reload (guests.yaml -> serving)",
+        reload(&reference, &claim),
+    ));
 
-    println!("hot swap of the pvc-protection module, {SWAPS} swaps each (target: precompiled -> published <= {TARGET:?})");
+    println!(
+        "hot swap of the pvc-protection module, {SWAPS} swaps each (target: precompiled -> published <= {TARGET:?})"
+    );
     println!("{:<34} {:>10} {:>10} {:>10}", "step", "p50", "p99", "max");
     for (name, times) in &rows {
         println!(
@@ -81,9 +107,20 @@ fn main() {
             fmt(*times.last().unwrap())
         );
     }
-    let total = &rows.iter().find(|(n, _)| *n == "precompiled -> published").unwrap().1;
-    let verdict = if percentile(total, 99) <= TARGET { "meets" } else { "MISSES" };
-    println!("precompiled -> published p99 {} {verdict} the {TARGET:?} target", fmt(percentile(total, 99)));
+    let total = &rows
+        .iter()
+        .find(|(n, _)| *n == "precompiled -> published")
+        .unwrap()
+        .1;
+    let verdict = if percentile(total, 99) <= TARGET {
+        "meets"
+    } else {
+        "MISSES"
+    };
+    println!(
+        "precompiled -> published p99 {} {verdict} the {TARGET:?} target",
+        fmt(percentile(total, 99))
+    );
 }
 
 /// Runs `swap` SWAPS times (after 3 warm-ups); returns the sorted durations.
@@ -98,7 +135,10 @@ fn time<T>(mut swap: impl FnMut() -> (Duration, T)) -> Vec<Duration> {
 
 /// Full reloads between distinct builds whose precompiled forms are cached.
 fn reload(reference: &[u8], claim: &[u8]) -> Vec<Duration> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let put = |name: &str, bytes: &[u8]| {
@@ -107,7 +147,12 @@ fn reload(reference: &[u8], claim: &[u8]) -> Vec<Duration> {
     };
     let claim = put("claim.wasm", claim);
     let builds: Vec<ModuleDigest> = (0..=SWAPS + 3)
-        .map(|n| put(&format!("v{n}.wasm"), &with_custom_section(reference, "rekon-build", n.to_string().as_bytes())))
+        .map(|n| {
+            put(
+                &format!("v{n}.wasm"),
+                &with_custom_section(reference, "rekon-build", n.to_string().as_bytes()),
+            )
+        })
         .collect();
     let configure = |n: usize| write_config(dir.path(), n, &builds[n], &claim);
     runtime.block_on(async {
@@ -154,7 +199,9 @@ fn write_config(dir: &Path, n: usize, digest: &ModuleDigest, claim: &ModuleDiges
 }
 
 fn percentile(sorted: &[Duration], p: usize) -> Duration {
-    sorted[((sorted.len() * p).div_ceil(100)).saturating_sub(1).min(sorted.len() - 1)]
+    sorted[((sorted.len() * p).div_ceil(100))
+        .saturating_sub(1)
+        .min(sorted.len() - 1)]
 }
 
 fn fmt(d: Duration) -> String {

@@ -94,7 +94,9 @@ impl PrecompiledCache {
     }
 
     fn write_file(&self, module: &ModuleDigest, bytes: &[u8]) -> std::io::Result<()> {
-        let Some(path) = self.path(module) else { return Ok(()) };
+        let Some(path) = self.path(module) else {
+            return Ok(());
+        };
         // Write-then-rename: readers see the old file or the whole new one.
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, bytes)?;
@@ -124,7 +126,10 @@ mod tests {
         assert_eq!(restarted.get(&module).as_deref(), Some(&b"native code"[..]));
 
         let other_engine = PrecompiledCache::new("f".repeat(32), Some(dir.path())).unwrap();
-        assert!(other_engine.get(&module).is_none(), "keyed by engine compatibility");
+        assert!(
+            other_engine.get(&module).is_none(),
+            "keyed by engine compatibility"
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ use crate::served::RecordedInput;
 use crate::version::ModuleVersion;
 
 #[derive(Debug, thiserror::Error)]
-#[error("failed on the recorded input of key {key} (canary replay of {replayed} recent inputs): {message}")]
+#[error(
+    "failed on the recorded input of key {key} (canary replay of {replayed} recent inputs): {message}"
+)]
 pub struct CanaryFailure {
     pub key: String,
     pub replayed: usize,
@@ -18,14 +20,23 @@ pub struct CanaryFailure {
 }
 
 /// Replays `inputs` on `version`; returns how many it decided. Blocking.
-pub fn replay(version: &ModuleVersion, inputs: &[(String, RecordedInput)]) -> Result<usize, CanaryFailure> {
+pub fn replay(
+    version: &ModuleVersion,
+    inputs: &[(String, RecordedInput)],
+) -> Result<usize, CanaryFailure> {
     for (done, (key, input)) in inputs.iter().enumerate() {
         let result = match input {
             RecordedInput::Pvc(input) => PvcDecider::decide(version, key, input.clone()).map(drop),
-            RecordedInput::Pod(input) => ClaimDecider::decide_pod(version, key, input.clone()).map(drop),
-            RecordedInput::Claim(input) => ClaimDecider::decide_claim(version, key, input.clone()).map(drop),
+            RecordedInput::Pod(input) => {
+                ClaimDecider::decide_pod(version, key, input.clone()).map(drop)
+            }
+            RecordedInput::Claim(input) => {
+                ClaimDecider::decide_claim(version, key, input.clone()).map(drop)
+            }
         };
-        if let Err(DecideError { message, failure, .. }) = result
+        if let Err(DecideError {
+            message, failure, ..
+        }) = result
             && failure != DecisionFailure::Other
         {
             return Err(CanaryFailure {

@@ -97,7 +97,8 @@ pub struct AutoRollback {
 impl AutoRollback {
     /// Whether `failures` of `decisions` calls for a rollback.
     pub fn exceeded(&self, decisions: u64, failures: u64) -> bool {
-        decisions >= self.min_decisions && failures as f64 > self.max_failure_fraction * decisions as f64
+        decisions >= self.min_decisions
+            && failures as f64 > self.max_failure_fraction * decisions as f64
     }
 }
 
@@ -105,21 +106,28 @@ impl GuestsConfig {
     /// Parses the text of `file` (named in errors).
     pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
         let deserializer = serde_yaml::Deserializer::from_str(text);
-        let config: GuestsConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
-            let field = err.path().to_string();
-            ConfigError::Invalid {
-                file: file.to_string(),
-                field: if field == "." { "(top level)".into() } else { field },
-                message: err.into_inner().to_string(),
-            }
-        })?;
+        let config: GuestsConfig =
+            serde_path_to_error::deserialize(deserializer).map_err(|err| {
+                let field = err.path().to_string();
+                ConfigError::Invalid {
+                    file: file.to_string(),
+                    field: if field == "." {
+                        "(top level)".into()
+                    } else {
+                        field
+                    },
+                    message: err.into_inner().to_string(),
+                }
+            })?;
         for world in World::ALL {
             if let Some(controller) = config.controller(world) {
-                controller.validate(world).map_err(|(field, message)| ConfigError::Invalid {
-                    file: file.to_string(),
-                    field,
-                    message,
-                })?;
+                controller
+                    .validate(world)
+                    .map_err(|(field, message)| ConfigError::Invalid {
+                        file: file.to_string(),
+                        field,
+                        message,
+                    })?;
             }
         }
         Ok(config)
@@ -140,7 +148,8 @@ impl ControllerConfig {
         check_file_name(&self.module).map_err(|m| (field("module"), m))?;
         for (name, module) in [("shadow", &self.shadow), ("previous", &self.previous)] {
             if let Some(module) = module {
-                check_file_name(&module.module).map_err(|m| (field(&format!("{name}.module")), m))?;
+                check_file_name(&module.module)
+                    .map_err(|m| (field(&format!("{name}.module")), m))?;
             }
         }
         if self.deadline_ms == Some(0) {
@@ -152,7 +161,10 @@ impl ControllerConfig {
         if self.mode != Mode::Active && self.previous.is_none() {
             return Err((
                 field("previous"),
-                format!("mode {:?} serves the previous version, so `previous` is required", self.mode),
+                format!(
+                    "mode {:?} serves the previous version, so `previous` is required",
+                    self.mode
+                ),
             ));
         }
         if self.mode == Mode::Shadow && self.shadow.is_some() {
@@ -169,7 +181,10 @@ impl ControllerConfig {
                 ));
             }
             if policy.min_decisions == 0 {
-                return Err((field("autoRollback.minDecisions"), "must be at least 1".into()));
+                return Err((
+                    field("autoRollback.minDecisions"),
+                    "must be at least 1".into(),
+                ));
             }
         }
         Ok(())
@@ -178,8 +193,14 @@ impl ControllerConfig {
     /// The per-decision limits, over the engine defaults.
     pub fn limits(&self, defaults: Limits) -> Limits {
         Limits {
-            deadline: self.deadline_ms.map(Duration::from_millis).unwrap_or(defaults.deadline),
-            memory_bytes: self.memory_mib.map(|mib| mib << 20).unwrap_or(defaults.memory_bytes),
+            deadline: self
+                .deadline_ms
+                .map(Duration::from_millis)
+                .unwrap_or(defaults.deadline),
+            memory_bytes: self
+                .memory_mib
+                .map(|mib| mib << 20)
+                .unwrap_or(defaults.memory_bytes),
         }
     }
 }
@@ -192,7 +213,9 @@ fn check_file_name(name: &str) -> Result<(), String> {
     if inside {
         Ok(())
     } else {
-        Err(format!("`{name}` must be a file name relative to the guests directory"))
+        Err(format!(
+            "`{name}` must be a file name relative to the guests directory"
+        ))
     }
 }
 
@@ -233,19 +256,32 @@ mod tests {
     #[test]
     fn errors_name_the_file_and_the_field() {
         let missing = error("pvc-protection:\n  module: v2.wasm\n");
-        assert!(missing.starts_with("guests.yaml: field `pvc-protection`"), "{missing}");
+        assert!(
+            missing.starts_with("guests.yaml: field `pvc-protection`"),
+            "{missing}"
+        );
         assert!(missing.contains("missing field `sha256`"), "{missing}");
 
-        let typo = error(&format!("pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n  deadline: 5\n"));
+        let typo = error(&format!(
+            "pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n  deadline: 5\n"
+        ));
         assert!(typo.contains("unknown field `deadline`"), "{typo}");
 
         let controller = error("pvc-protecton: {}\n");
-        assert!(controller.contains("unknown field `pvc-protecton`"), "{controller}");
+        assert!(
+            controller.contains("unknown field `pvc-protecton`"),
+            "{controller}"
+        );
 
         let digest = error("pvc-protection:\n  module: v2.wasm\n  sha256: abc\n");
-        assert!(digest.contains("field `pvc-protection.sha256`") && digest.contains("64 hex digits"), "{digest}");
+        assert!(
+            digest.contains("field `pvc-protection.sha256`") && digest.contains("64 hex digits"),
+            "{digest}"
+        );
 
-        let mode = error(&format!("pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n  mode: canary\n"));
+        let mode = error(&format!(
+            "pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n  mode: canary\n"
+        ));
         assert!(mode.contains("field `pvc-protection.mode`"), "{mode}");
     }
 
@@ -253,18 +289,31 @@ mod tests {
     fn checks_what_serde_cannot() {
         let base = format!("pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n");
         let shadow_needs_previous = error(&format!("{base}  mode: shadow\n"));
-        assert!(shadow_needs_previous.contains("field `pvc-protection.previous`"), "{shadow_needs_previous}");
+        assert!(
+            shadow_needs_previous.contains("field `pvc-protection.previous`"),
+            "{shadow_needs_previous}"
+        );
 
-        let escape = error(&format!("pvc-protection:\n  module: ../etc/passwd\n  sha256: {A}\n"));
+        let escape = error(&format!(
+            "pvc-protection:\n  module: ../etc/passwd\n  sha256: {A}\n"
+        ));
         assert!(escape.contains("field `pvc-protection.module`"), "{escape}");
 
-        let fraction = error(&format!("{base}  autoRollback: {{maxFailureFraction: 1.5, minDecisions: 3}}\n"));
-        assert!(fraction.contains("autoRollback.maxFailureFraction"), "{fraction}");
+        let fraction = error(&format!(
+            "{base}  autoRollback: {{maxFailureFraction: 1.5, minDecisions: 3}}\n"
+        ));
+        assert!(
+            fraction.contains("autoRollback.maxFailureFraction"),
+            "{fraction}"
+        );
 
         let double_shadow = error(&format!(
             "{base}  mode: shadow\n  shadow: {{module: x.wasm, sha256: {B}}}\n  previous: {{module: y.wasm, sha256: {B}}}\n"
         ));
-        assert!(double_shadow.contains("pvc-protection.shadow"), "{double_shadow}");
+        assert!(
+            double_shadow.contains("pvc-protection.shadow"),
+            "{double_shadow}"
+        );
     }
 
     #[test]

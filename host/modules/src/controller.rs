@@ -33,8 +33,12 @@ pub enum ControllerSlot {
 impl ControllerSlot {
     fn empty(world: World) -> Self {
         match world {
-            World::PvcProtection => Self::Pvc(Arc::new(Slot::new(Arc::new(Unloaded) as Arc<dyn PvcDecider>))),
-            World::ResourceClaim => Self::Claim(Arc::new(Slot::new(Arc::new(Unloaded) as Arc<dyn ClaimDecider>))),
+            World::PvcProtection => Self::Pvc(Arc::new(Slot::new(
+                Arc::new(Unloaded) as Arc<dyn PvcDecider>
+            ))),
+            World::ResourceClaim => Self::Claim(Arc::new(Slot::new(
+                Arc::new(Unloaded) as Arc<dyn ClaimDecider>
+            ))),
         }
     }
 
@@ -49,7 +53,11 @@ impl ControllerSlot {
             Self::Pvc(slot) => {
                 let serving: Arc<dyn PvcDecider> = serving.clone();
                 let inner = match shadow {
-                    Some(s) => Arc::new(Shadowed::new(serving, s.version.clone() as Arc<dyn PvcDecider>, s.tally.clone())),
+                    Some(s) => Arc::new(Shadowed::new(
+                        serving,
+                        s.version.clone() as Arc<dyn PvcDecider>,
+                        s.tally.clone(),
+                    )),
                     None => serving,
                 };
                 slot.swap(Arc::new(Served::new(inner, guard, recent)));
@@ -57,7 +65,11 @@ impl ControllerSlot {
             Self::Claim(slot) => {
                 let serving: Arc<dyn ClaimDecider> = serving.clone();
                 let inner = match shadow {
-                    Some(s) => Arc::new(Shadowed::new(serving, s.version.clone() as Arc<dyn ClaimDecider>, s.tally.clone())),
+                    Some(s) => Arc::new(Shadowed::new(
+                        serving,
+                        s.version.clone() as Arc<dyn ClaimDecider>,
+                        s.tally.clone(),
+                    )),
                     None => serving,
                 };
                 slot.swap(Arc::new(Served::new(inner, guard, recent)));
@@ -158,7 +170,9 @@ impl Controller {
     pub fn prepare(&self, plan: ControllerPlan) -> Preparation {
         let state = self.state.lock().unwrap();
         let fingerprint = plan.fingerprint();
-        if state.applied.as_ref() == Some(&fingerprint) || state.refused.as_ref() == Some(&format!("{fingerprint:?}")) {
+        if state.applied.as_ref() == Some(&fingerprint)
+            || state.refused.as_ref() == Some(&format!("{fingerprint:?}"))
+        {
             return Preparation::Unchanged;
         }
         if state.blocked.contains(&plan.serving.digest) {
@@ -172,7 +186,11 @@ impl Controller {
     }
 
     /// An already loaded version with this digest and the plan's limits.
-    pub fn loaded(&self, plan: &ControllerPlan, digest: &ModuleDigest) -> Option<Arc<ModuleVersion>> {
+    pub fn loaded(
+        &self,
+        plan: &ControllerPlan,
+        digest: &ModuleDigest,
+    ) -> Option<Arc<ModuleVersion>> {
         let state = self.state.lock().unwrap();
         let candidates = state
             .active
@@ -190,7 +208,10 @@ impl Controller {
     /// Whether serving `digest` would change the serving version (and so needs a canary replay).
     pub fn serves(&self, digest: &ModuleDigest) -> bool {
         let state = self.state.lock().unwrap();
-        state.active.as_ref().is_some_and(|a| a.version.digest() == digest)
+        state
+            .active
+            .as_ref()
+            .is_some_and(|a| a.version.digest() == digest)
     }
 
     /// Publishes a loaded plan.
@@ -205,13 +226,15 @@ impl Controller {
         let mut state = self.state.lock().unwrap();
         let replaced = state.active.as_ref().map(|a| a.version.clone());
         // Without a configured previous version, the one being replaced is the rollback target.
-        let fallback = fallback.or_else(|| replaced.clone().filter(|r| r.digest() != serving.digest()));
+        let fallback =
+            fallback.or_else(|| replaced.clone().filter(|r| r.digest() != serving.digest()));
         let shadow = shadow.map(|version| match &state.shadow {
             Some(kept) if kept.version.digest() == version.digest() => kept.clone(),
             _ => {
                 let (observer, world) = (self.observer.clone(), self.world);
-                let tally = ShadowTally::new(self.shadow_differences_kept)
-                    .with_hook(Box::new(move |verdict| observer.shadow_verdict(world, verdict)));
+                let tally = ShadowTally::new(self.shadow_differences_kept).with_hook(Box::new(
+                    move |verdict| observer.shadow_verdict(world, verdict),
+                ));
                 Shadow {
                     version,
                     tally: Arc::new(tally),
@@ -228,15 +251,28 @@ impl Controller {
         ModuleEvent::Activated {
             controller: self.world,
             version: serving.id().to_string(),
-            replaced: replaced.filter(|r| r.digest() != serving.digest()).map(|r| r.id().to_string()),
+            replaced: replaced
+                .filter(|r| r.digest() != serving.digest())
+                .map(|r| r.id().to_string()),
             shadow: state.shadow.as_ref().map(|s| s.version.id().to_string()),
         }
     }
 
-    fn publish(&self, state: &mut State, serving: Arc<ModuleVersion>, shadow: Option<Shadow>, trip: TripFactory<'_>) {
+    fn publish(
+        &self,
+        state: &mut State,
+        serving: Arc<ModuleVersion>,
+        shadow: Option<Shadow>,
+        trip: TripFactory<'_>,
+    ) {
         state.serial += 1;
         let guard = Arc::new(Guard::new(state.policy, trip(state.serial)));
-        self.slot.publish(&serving, shadow.as_ref(), guard.clone(), self.recent.clone());
+        self.slot.publish(
+            &serving,
+            shadow.as_ref(),
+            guard.clone(),
+            self.recent.clone(),
+        );
         self.observer.activated(self.world, &serving.info());
         state.active = Some(Active {
             version: serving,
@@ -250,7 +286,9 @@ impl Controller {
     /// Records a refusal; `plan` (when there was one) is not retried until it changes.
     pub fn refuse(&self, plan: Option<&ControllerPlan>, reason: String) -> Option<ModuleEvent> {
         let mut state = self.state.lock().unwrap();
-        let key = plan.map(|p| format!("{:?}", p.fingerprint())).unwrap_or_else(|| reason.clone());
+        let key = plan
+            .map(|p| format!("{:?}", p.fingerprint()))
+            .unwrap_or_else(|| reason.clone());
         if state.refused.as_ref() == Some(&key) {
             return None;
         }
@@ -265,7 +303,13 @@ impl Controller {
 
     /// Automatic rollback of publication `serial`, called from the decision
     /// that crossed the failure threshold.
-    pub fn roll_back(&self, serial: u64, decisions: u64, failures: u64, trip: TripFactory<'_>) -> Option<ModuleEvent> {
+    pub fn roll_back(
+        &self,
+        serial: u64,
+        decisions: u64,
+        failures: u64,
+        trip: TripFactory<'_>,
+    ) -> Option<ModuleEvent> {
         let mut state = self.state.lock().unwrap();
         if state.serial != serial {
             return None;
@@ -326,7 +370,12 @@ impl Controller {
 
     /// The current shadow's tally, for `rekon diff` and tests.
     pub fn shadow_tally(&self) -> Option<Arc<ShadowTally>> {
-        self.state.lock().unwrap().shadow.as_ref().map(|s| s.tally.clone())
+        self.state
+            .lock()
+            .unwrap()
+            .shadow
+            .as_ref()
+            .map(|s| s.tally.clone())
     }
 }
 

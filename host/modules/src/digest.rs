@@ -73,13 +73,25 @@ mod tests {
         let digest = ModuleDigest::of(b"abc");
         assert_eq!(digest.hex(), ABC);
         assert_eq!(ABC.parse::<ModuleDigest>().unwrap(), digest);
-        assert_eq!(format!("sha256:{}", ABC.to_uppercase()).parse::<ModuleDigest>().unwrap(), digest);
+        assert_eq!(
+            format!("sha256:{}", ABC.to_uppercase())
+                .parse::<ModuleDigest>()
+                .unwrap(),
+            digest
+        );
         assert_eq!(digest.short(), "ba7816bf8f01");
     }
 
     #[test]
     fn rejects_what_is_not_64_hex_digits() {
-        for bad in ["", "sha256:", "abc", &ABC[..63], &format!("{}0", ABC), &ABC.replace('b', "g")] {
+        for bad in [
+            "",
+            "sha256:",
+            "abc",
+            &ABC[..63],
+            &format!("{}0", ABC),
+            &ABC.replace('b', "g"),
+        ] {
             let err = bad.parse::<ModuleDigest>().unwrap_err();
             assert!(err.to_string().contains("64 hex digits"), "{err}");
         }

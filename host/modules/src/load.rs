@@ -38,7 +38,12 @@ impl Loader {
     }
 
     /// Loads `file` as a `world` module with `limits`.
-    pub fn load(&self, world: World, limits: Limits, file: &ModuleFile) -> Result<ModuleVersion, LoadError> {
+    pub fn load(
+        &self,
+        world: World,
+        limits: Limits,
+        file: &ModuleFile,
+    ) -> Result<ModuleVersion, LoadError> {
         let guest = match self.cache.get(&file.digest) {
             Some(cached) => match self.deserialize(world, limits, file, &cached) {
                 Ok(guest) => guest,
@@ -52,15 +57,27 @@ impl Loader {
             },
             None => self.compile(world, limits, file)?,
         };
-        let version = ModuleVersion::new(GuestId::of(&file.name, &file.bytes), file.path.clone(), guest);
-        version.guest().instantiate().map_err(|source| LoadError::Unhealthy {
-            path: file.path.display().to_string(),
-            source,
-        })?;
+        let version = ModuleVersion::new(
+            GuestId::of(&file.name, &file.bytes),
+            file.path.clone(),
+            guest,
+        );
+        version
+            .guest()
+            .instantiate()
+            .map_err(|source| LoadError::Unhealthy {
+                path: file.path.display().to_string(),
+                source,
+            })?;
         Ok(version)
     }
 
-    fn compile(&self, world: World, limits: Limits, file: &ModuleFile) -> Result<GuestPre, LoadError> {
+    fn compile(
+        &self,
+        world: World,
+        limits: Limits,
+        file: &ModuleFile,
+    ) -> Result<GuestPre, LoadError> {
         match self.engine.precompile(&file.bytes) {
             Ok(precompiled) => {
                 let precompiled: Arc<[u8]> = precompiled.into();
@@ -70,7 +87,13 @@ impl Loader {
             }
             // The loader's own compile tells apart core modules, .cwasm files and
             // plain garbage; only its error says what is wrong.
-            Err(err) => match self.engine.loader().world(world).limits(limits).bytes(&origin(file), &file.bytes) {
+            Err(err) => match self
+                .engine
+                .loader()
+                .world(world)
+                .limits(limits)
+                .bytes(&origin(file), &file.bytes)
+            {
                 Err(check) => Err(LoadError::Check(check)),
                 Ok(_) => Err(LoadError::Compile {
                     path: file.path.display().to_string(),

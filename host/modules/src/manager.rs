@@ -71,7 +71,9 @@ impl ModulesOptions {
 pub enum Change {
     Unchanged,
     /// A new set of versions was published; `serving` is its id.
-    Published { serving: String },
+    Published {
+        serving: String,
+    },
     Refused(String),
 }
 
@@ -82,7 +84,12 @@ pub struct ReloadReport {
 
 impl ReloadReport {
     pub fn change(&self, world: World) -> &Change {
-        &self.changes.iter().find(|(w, _)| *w == world).expect("every world reported").1
+        &self
+            .changes
+            .iter()
+            .find(|(w, _)| *w == world)
+            .expect("every world reported")
+            .1
     }
 }
 
@@ -105,12 +112,18 @@ impl Modules {
     /// Loads every controller's modules; fails unless each has one that serves.
     pub async fn open(options: ModulesOptions) -> Result<Self, ModulesError> {
         let engine = Engine::new(options.engine)?;
-        let cache = PrecompiledCache::new(engine.compatibility_hash(), options.cache_dir.as_deref())?;
+        let cache =
+            PrecompiledCache::new(engine.compatibility_hash(), options.cache_dir.as_deref())?;
         let controllers = World::ALL
             .into_iter()
             .map(|w| {
                 let observer = options.observer.clone();
-                Arc::new(Controller::new(w, options.canary_inputs, options.shadow_differences_kept, observer))
+                Arc::new(Controller::new(
+                    w,
+                    options.canary_inputs,
+                    options.shadow_differences_kept,
+                    observer,
+                ))
             })
             .collect();
         let modules = Self {
@@ -151,7 +164,9 @@ impl Modules {
     pub fn pvc(&self) -> Arc<Slot<dyn PvcDecider>> {
         match self.controller(World::PvcProtection).slot() {
             ControllerSlot::Pvc(slot) => slot.clone(),
-            ControllerSlot::Claim(_) => unreachable!("the pvc-protection controller has a pvc slot"),
+            ControllerSlot::Claim(_) => {
+                unreachable!("the pvc-protection controller has a pvc slot")
+            }
         }
     }
 
@@ -159,7 +174,9 @@ impl Modules {
     pub fn claim(&self) -> Arc<Slot<dyn ClaimDecider>> {
         match self.controller(World::ResourceClaim).slot() {
             ControllerSlot::Claim(slot) => slot.clone(),
-            ControllerSlot::Pvc(_) => unreachable!("the resource-claim controller has a claim slot"),
+            ControllerSlot::Pvc(_) => {
+                unreachable!("the resource-claim controller has a claim slot")
+            }
         }
     }
 
@@ -192,7 +209,10 @@ impl Modules {
         match plan {
             Err(err) => {
                 for controller in &self.shared.controllers {
-                    changes.push((controller.world(), self.refuse(controller, None, err.to_string())));
+                    changes.push((
+                        controller.world(),
+                        self.refuse(controller, None, err.to_string()),
+                    ));
                 }
             }
             Ok(plan) => {
@@ -220,7 +240,12 @@ impl Modules {
             .expect("a controller per world")
     }
 
-    fn refuse(&self, controller: &Controller, plan: Option<&ControllerPlan>, reason: String) -> Change {
+    fn refuse(
+        &self,
+        controller: &Controller,
+        plan: Option<&ControllerPlan>,
+        reason: String,
+    ) -> Change {
         if let Some(event) = controller.refuse(plan, reason.clone()) {
             self.shared.reporter.event(&event);
         }
@@ -280,25 +305,35 @@ impl Modules {
         if let Some(version) = controller.loaded(plan, &file.digest) {
             return Ok(version);
         }
-        let (shared, world, limits, file) = (self.shared.clone(), plan.world, plan.limits, file.clone());
+        let (shared, world, limits, file) =
+            (self.shared.clone(), plan.world, plan.limits, file.clone());
         let loaded = tokio::task::spawn_blocking(move || shared.loader.load(world, limits, &file))
             .await
             .expect("loading a module does not panic");
-        loaded.map(Arc::new).map_err(|err: LoadError| err.to_string())
+        loaded
+            .map(Arc::new)
+            .map_err(|err: LoadError| err.to_string())
     }
 
     /// Callbacks for the guards of `world`'s versions: roll back and report.
-    fn trip_factory(&self, world: World) -> Box<dyn Fn(u64) -> Box<dyn Fn(u64, u64) + Send + Sync>> {
+    fn trip_factory(
+        &self,
+        world: World,
+    ) -> Box<dyn Fn(u64) -> Box<dyn Fn(u64, u64) + Send + Sync>> {
         let shared = Arc::downgrade(&self.shared);
         Box::new(move |serial| {
             let shared = shared.clone();
-            Box::new(move |decisions, failures| roll_back(&shared, world, serial, decisions, failures))
+            Box::new(move |decisions, failures| {
+                roll_back(&shared, world, serial, decisions, failures)
+            })
         })
     }
 }
 
 fn roll_back(shared: &Weak<Shared>, world: World, serial: u64, decisions: u64, failures: u64) {
-    let Some(shared) = shared.upgrade() else { return };
+    let Some(shared) = shared.upgrade() else {
+        return;
+    };
     let modules = Modules { shared };
     let controller = modules.controller(world).clone();
     let trip = modules.trip_factory(world);
@@ -310,6 +345,8 @@ fn roll_back(shared: &Weak<Shared>, world: World, serial: u64, decisions: u64, f
 
 impl std::fmt::Debug for Modules {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Modules").field("dir", &self.shared.dir).finish_non_exhaustive()
+        f.debug_struct("Modules")
+            .field("dir", &self.shared.dir)
+            .finish_non_exhaustive()
     }
 }

@@ -62,8 +62,14 @@ impl ModuleEvent {
                 replaced,
                 shadow,
             } => {
-                let replaced = replaced.as_ref().map(|r| format!(", replacing {r}")).unwrap_or_default();
-                let shadow = shadow.as_ref().map(|s| format!(", shadow {s}")).unwrap_or_default();
+                let replaced = replaced
+                    .as_ref()
+                    .map(|r| format!(", replacing {r}"))
+                    .unwrap_or_default();
+                let shadow = shadow
+                    .as_ref()
+                    .map(|s| format!(", shadow {s}"))
+                    .unwrap_or_default();
                 format!("{controller}: {version} serves{replaced}{shadow}")
             }
             ModuleEvent::Rejected { controller, reason } => {
@@ -153,10 +159,16 @@ impl PodEvents {
 
     /// Fire and forget: an event that cannot be recorded is only logged.
     fn publish(&self, event: &ModuleEvent, note: String) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let (recorder, pod) = (self.recorder.clone(), self.pod.clone());
         let event = Event {
-            type_: if event.is_warning() { EventType::Warning } else { EventType::Normal },
+            type_: if event.is_warning() {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
             reason: event.reason().into(),
             note: Some(note),
             action: "HotSwap".into(),

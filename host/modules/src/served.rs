@@ -50,7 +50,10 @@ impl RecentInputs {
 
     pub fn record(&self, key: &str, input: RecordedInput) {
         let mut inputs = self.inputs.lock().unwrap();
-        if let Some(at) = inputs.iter().position(|(k, i)| k == key && i.kind() == input.kind()) {
+        if let Some(at) = inputs
+            .iter()
+            .position(|(k, i)| k == key && i.kind() == input.kind())
+        {
             inputs.remove(at);
         } else if inputs.len() == self.capacity {
             inputs.pop_front();
@@ -100,7 +103,9 @@ impl Guard {
         let failed = matches!(
             result,
             Err(DecideError {
-                failure: DecisionFailure::Trap | DecisionFailure::Deadline | DecisionFailure::Memory,
+                failure: DecisionFailure::Trap
+                    | DecisionFailure::Deadline
+                    | DecisionFailure::Memory,
                 ..
             })
         );
@@ -125,7 +130,11 @@ pub struct Served<T: ?Sized> {
 
 impl<T: ?Sized> Served<T> {
     pub fn new(inner: Arc<T>, guard: Arc<Guard>, recent: Arc<RecentInputs>) -> Self {
-        Self { inner, guard, recent }
+        Self {
+            inner,
+            guard,
+            recent,
+        }
     }
 
     fn record(&self, key: &str, input: impl FnOnce() -> RecordedInput) {
@@ -218,12 +227,22 @@ mod tests {
         guard.observe(&failure(DecisionFailure::Trap));
         guard.observe(&failure(DecisionFailure::Deadline));
         guard.observe(&failure(DecisionFailure::Other));
-        assert!(trips.lock().unwrap().is_empty(), "three decisions are fewer than minDecisions");
+        assert!(
+            trips.lock().unwrap().is_empty(),
+            "three decisions are fewer than minDecisions"
+        );
         guard.observe(&Ok(()));
-        assert!(trips.lock().unwrap().is_empty(), "2 of 4 is not more than half");
+        assert!(
+            trips.lock().unwrap().is_empty(),
+            "2 of 4 is not more than half"
+        );
         guard.observe(&failure(DecisionFailure::Memory));
         guard.observe(&failure(DecisionFailure::Trap));
-        assert_eq!(*trips.lock().unwrap(), [(5, 3)], "tripped once, at the crossing decision");
+        assert_eq!(
+            *trips.lock().unwrap(),
+            [(5, 3)],
+            "tripped once, at the crossing decision"
+        );
         assert_eq!((guard.decisions(), guard.failures()), (6, 4));
     }
 }

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use rekon_runtime::{Limits, World};
 
-use crate::config::{AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode, ModuleRef};
+use crate::config::{
+    AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode, ModuleRef,
+};
 use crate::digest::ModuleDigest;
 
 /// The symlink kubelet swaps atomically in a mounted ConfigMap or Secret.
@@ -22,7 +24,10 @@ pub enum SourceError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error(
         "{controller}: {path} has sha256 {actual}, but guests.yaml pins {expected}; \
          the module was not loaded"
@@ -53,7 +58,13 @@ pub struct ModuleFile {
 
 impl std::fmt::Debug for ModuleFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}, sha256 {})", self.name, self.path.display(), self.digest.short())
+        write!(
+            f,
+            "{} ({}, sha256 {})",
+            self.name,
+            self.path.display(),
+            self.digest.short()
+        )
     }
 }
 
@@ -120,7 +131,10 @@ pub fn read_plan(dir: &Path, defaults: Limits) -> Result<DirPlan, SourceError> {
     let root = generation_root(dir);
     let config_path = root.join(CONFIG_FILE);
     let config = match std::fs::read_to_string(&config_path) {
-        Ok(text) => Some(GuestsConfig::parse(&config_path.display().to_string(), &text)?),
+        Ok(text) => Some(GuestsConfig::parse(
+            &config_path.display().to_string(),
+            &text,
+        )?),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
         Err(source) => {
             return Err(SourceError::Read {
@@ -165,8 +179,16 @@ fn configured(
     let read = |m: &ModuleRef| read_pinned(root, world, m);
     let optional = |m: &Option<ModuleRef>| m.as_ref().map(read).transpose();
     let (serving, shadow, fallback) = match config.mode {
-        Mode::Active => (read(&module)?, optional(&config.shadow)?, optional(&config.previous)?),
-        Mode::Shadow => (optional(&config.previous)?.expect("validated"), Some(read(&module)?), None),
+        Mode::Active => (
+            read(&module)?,
+            optional(&config.shadow)?,
+            optional(&config.previous)?,
+        ),
+        Mode::Shadow => (
+            optional(&config.previous)?.expect("validated"),
+            Some(read(&module)?),
+            None,
+        ),
         Mode::Rollback => (optional(&config.previous)?.expect("validated"), None, None),
     };
     Ok(ControllerPlan {
@@ -181,7 +203,11 @@ fn configured(
     })
 }
 
-fn conventional(root: &Path, world: World, defaults: Limits) -> Result<ControllerPlan, SourceError> {
+fn conventional(
+    root: &Path,
+    world: World,
+    defaults: Limits,
+) -> Result<ControllerPlan, SourceError> {
     let names = conventional_names(world);
     let path = names
         .iter()
@@ -258,8 +284,13 @@ mod tests {
         assert_eq!(pvc.serving.name, "rekon_guest_pvc_protection");
         assert_eq!(pvc.serving.digest, ModuleDigest::of(b"pvc"));
         assert!(!pvc.pinned);
-        let err = plan(dir.path(), World::ResourceClaim).unwrap_err().to_string();
-        assert!(err.contains("resource-claim.wasm or rekon_guest_resource_claim.wasm"), "{err}");
+        let err = plan(dir.path(), World::ResourceClaim)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("resource-claim.wasm or rekon_guest_resource_claim.wasm"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -267,11 +298,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "v2.wasm", b"tampered");
         let pinned = ModuleDigest::of(b"original");
-        write(dir.path(), CONFIG_FILE, format!("pvc-protection: {{module: v2.wasm, sha256: {pinned}}}\n").as_bytes());
+        write(
+            dir.path(),
+            CONFIG_FILE,
+            format!("pvc-protection: {{module: v2.wasm, sha256: {pinned}}}\n").as_bytes(),
+        );
         let err = plan(dir.path(), World::PvcProtection).unwrap_err();
         assert!(matches!(err, SourceError::DigestMismatch { .. }), "{err}");
         let text = err.to_string();
-        assert!(text.contains("v2.wasm") && text.contains(pinned.hex()), "{text}");
+        assert!(
+            text.contains("v2.wasm") && text.contains(pinned.hex()),
+            "{text}"
+        );
     }
 
     #[test]
@@ -293,7 +331,11 @@ mod tests {
             let plan = plan(dir.path(), World::PvcProtection).unwrap();
             assert_eq!(&plan.serving.digest, serving, "{mode}");
             assert_eq!(plan.shadow.as_ref().map(|m| &m.digest), shadow, "{mode}");
-            assert_eq!(plan.fallback.as_ref().map(|m| &m.digest), fallback, "{mode}");
+            assert_eq!(
+                plan.fallback.as_ref().map(|m| &m.digest),
+                fallback,
+                "{mode}"
+            );
         }
     }
 
@@ -310,12 +352,32 @@ mod tests {
         generation("..2026_01", b"v1");
         generation("..2026_02", b"v2");
         symlink("..2026_01", dir.path().join(CONFIGMAP_DATA)).unwrap();
-        symlink("..data/pvc-protection.wasm", dir.path().join("pvc-protection.wasm")).unwrap();
-        assert_eq!(plan(dir.path(), World::PvcProtection).unwrap().serving.digest, ModuleDigest::of(b"v1"));
+        symlink(
+            "..data/pvc-protection.wasm",
+            dir.path().join("pvc-protection.wasm"),
+        )
+        .unwrap();
+        assert_eq!(
+            plan(dir.path(), World::PvcProtection)
+                .unwrap()
+                .serving
+                .digest,
+            ModuleDigest::of(b"v1")
+        );
 
         // What kubelet does: a new symlink renamed over ..data.
         symlink("..2026_02", dir.path().join("..data_tmp")).unwrap();
-        std::fs::rename(dir.path().join("..data_tmp"), dir.path().join(CONFIGMAP_DATA)).unwrap();
-        assert_eq!(plan(dir.path(), World::PvcProtection).unwrap().serving.digest, ModuleDigest::of(b"v2"));
+        std::fs::rename(
+            dir.path().join("..data_tmp"),
+            dir.path().join(CONFIGMAP_DATA),
+        )
+        .unwrap();
+        assert_eq!(
+            plan(dir.path(), World::PvcProtection)
+                .unwrap()
+                .serving
+                .digest,
+            ModuleDigest::of(b"v2")
+        );
     }
 }

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use rekon_controllers::decider::{ClaimDecider, DecideError, GuestInfo, PvcDecider, guest_call, guest_error};
+use rekon_controllers::decider::{
+    ClaimDecider, DecideError, GuestInfo, PvcDecider, guest_call, guest_error,
+};
 use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
 use rekon_runtime::{GuestId, GuestPre, Limits, RuntimeError, World};
 

@@ -65,7 +65,9 @@ impl Modules {
             }
         })
         .map_err(error)?;
-        watcher.watch(self.dir(), RecursiveMode::NonRecursive).map_err(error)?;
+        watcher
+            .watch(self.dir(), RecursiveMode::NonRecursive)
+            .map_err(error)?;
         let modules = self.clone();
         let task = tokio::spawn(async move {
             let mut rescan = tokio::time::interval(options.rescan);

@@ -79,7 +79,10 @@ fn serving(modules: &Modules) -> GuestInfo {
 async fn pinned_modules_serve_and_a_decision_in_flight_keeps_its_version() {
     let dir = GuestsDir::new();
     let v1 = dir.put("v1.wasm", &reference());
-    let v2 = dir.put("v2.wasm", &with_custom_section(&reference(), "rekon-build", b"2"));
+    let v2 = dir.put(
+        "v2.wasm",
+        &with_custom_section(&reference(), "rekon-build", b"2"),
+    );
     assert_ne!(v1, v2, "the custom section makes a distinct build");
     dir.config(&pvc_config("v1.wasm", &v1, ""));
     let modules = dir.open().await;
@@ -90,22 +93,53 @@ async fn pinned_modules_serve_and_a_decision_in_flight_keeps_its_version() {
     assert!(pvc.pinned);
     assert_eq!(pvc.swaps, 1);
     let claim = status.controller("resource-claim").unwrap();
-    assert!(!claim.pinned, "no guests.yaml entry: the conventional file, unpinned");
+    assert!(
+        !claim.pinned,
+        "no guests.yaml entry: the conventional file, unpinned"
+    );
 
     let in_flight = modules.pvc().current();
     dir.config(&pvc_config("v2.wasm", &v2, ""));
     let report = modules.reload().await;
-    assert!(matches!(report.change(World::PvcProtection), Change::Published { .. }), "{report:?}");
+    assert!(
+        matches!(
+            report.change(World::PvcProtection),
+            Change::Published { .. }
+        ),
+        "{report:?}"
+    );
     assert_eq!(report.change(World::ResourceClaim), &Change::Unchanged);
     assert_eq!(serving(&modules).digest, v2.hex());
-    assert_eq!(in_flight.info().digest, v1.hex(), "a decision that took v1 finishes on v1");
+    assert_eq!(
+        in_flight.info().digest,
+        v1.hex(),
+        "a decision that took v1 finishes on v1"
+    );
     // v2 is the same logic: it decides like v1.
-    let decision = modules.pvc().current().decide("ns/data", input("data", false)).unwrap();
-    assert!(matches!(&decision, PvcDecision::Actions(a) if matches!(a[..], [PvcAction::AddFinalizer(_)])), "{decision:?}");
-    assert_eq!(modules.reload().await.change(World::PvcProtection), &Change::Unchanged);
-    let pvc = modules.status().controller("pvc-protection").cloned().unwrap();
+    let decision = modules
+        .pvc()
+        .current()
+        .decide("ns/data", input("data", false))
+        .unwrap();
+    assert!(
+        matches!(&decision, PvcDecision::Actions(a) if matches!(a[..], [PvcAction::AddFinalizer(_)])),
+        "{decision:?}"
+    );
+    assert_eq!(
+        modules.reload().await.change(World::PvcProtection),
+        &Change::Unchanged
+    );
+    let pvc = modules
+        .status()
+        .controller("pvc-protection")
+        .cloned()
+        .unwrap();
     assert_eq!(pvc.swaps, 2);
-    assert_eq!(pvc.previous.unwrap().sha256, v1.hex(), "the replaced version is kept for rollback");
+    assert_eq!(
+        pvc.previous.unwrap().sha256,
+        v1.hex(),
+        "the replaced version is kept for rollback"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -119,12 +153,27 @@ async fn bad_modules_are_refused_and_the_old_version_keeps_serving() {
     let core = dir.put("core.wasm", &wat::parse_str("(module)").unwrap());
     let garbage = dir.put("garbage.wasm", b"not wasm at all");
     let cases = [
-        (pvc_config("good.wasm", &ModuleDigest::of(b"other"), ""), "but guests.yaml pins"),
-        (pvc_config("claim.wasm", &wrong_world, ""), "does not export rekon:reconcile/pvc-decider@0.1.0"),
-        (pvc_config("core.wasm", &core, ""), "is a core WebAssembly module, not a component"),
+        (
+            pvc_config("good.wasm", &ModuleDigest::of(b"other"), ""),
+            "but guests.yaml pins",
+        ),
+        (
+            pvc_config("claim.wasm", &wrong_world, ""),
+            "does not export rekon:reconcile/pvc-decider@0.1.0",
+        ),
+        (
+            pvc_config("core.wasm", &core, ""),
+            "is a core WebAssembly module, not a component",
+        ),
         (pvc_config("garbage.wasm", &garbage, ""), "garbage.wasm"),
-        (pvc_config("missing.wasm", &good, ""), "missing.wasm: cannot read"),
-        ("pvc-protection:\n  module: good.wasm\n".to_string(), "missing field `sha256`"),
+        (
+            pvc_config("missing.wasm", &good, ""),
+            "missing.wasm: cannot read",
+        ),
+        (
+            "pvc-protection:\n  module: good.wasm\n".to_string(),
+            "missing field `sha256`",
+        ),
     ];
     for (n, (config, expected)) in cases.iter().enumerate() {
         dir.config(config);
@@ -133,7 +182,11 @@ async fn bad_modules_are_refused_and_the_old_version_keeps_serving() {
             panic!("{config}: not refused: {report:?}");
         };
         assert!(reason.contains(expected), "{config}: {reason}");
-        assert_eq!(serving(&modules).digest, good.hex(), "{config}: the good version still serves");
+        assert_eq!(
+            serving(&modules).digest,
+            good.hex(),
+            "{config}: the good version still serves"
+        );
         let status = modules.status();
         let pvc = status.controller("pvc-protection").unwrap();
         assert_eq!(pvc.rejections, n as u64 + 1);
@@ -141,9 +194,20 @@ async fn bad_modules_are_refused_and_the_old_version_keeps_serving() {
         assert_eq!(pvc.swaps, 1);
     }
     // The same refused configuration is not retried (nor reported) again.
-    let before = modules.status().controller("pvc-protection").unwrap().rejections;
+    let before = modules
+        .status()
+        .controller("pvc-protection")
+        .unwrap()
+        .rejections;
     modules.reload().await;
-    assert_eq!(modules.status().controller("pvc-protection").unwrap().rejections, before);
+    assert_eq!(
+        modules
+            .status()
+            .controller("pvc-protection")
+            .unwrap()
+            .rejections,
+        before
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -154,31 +218,63 @@ async fn shadow_mode_counts_agreements_and_differences_and_applies_only_the_acti
     // wrong for one missing its finalizer.
     let new = dir.put("new.wasm", &guest("rekon_guest_misbehaving"));
     let previous = format!("  previous: {{module: old.wasm, sha256: {old}}}\n");
-    dir.config(&pvc_config("new.wasm", &new, &format!("  mode: shadow\n{previous}")));
+    dir.config(&pvc_config(
+        "new.wasm",
+        &new,
+        &format!("  mode: shadow\n{previous}"),
+    ));
     let modules = dir.open().await;
-    assert_eq!(serving(&modules).digest, old.hex(), "in shadow mode the previous version serves");
+    assert_eq!(
+        serving(&modules).digest,
+        old.hex(),
+        "in shadow mode the previous version serves"
+    );
 
     let decider = modules.pvc().current();
     let protected = decider.decide("ns/kept", input("kept", true)).unwrap();
     assert_eq!(protected, PvcDecision::Actions(vec![]));
     let unprotected = decider.decide("ns/fresh", input("fresh", false)).unwrap();
-    assert!(matches!(&unprotected, PvcDecision::Actions(a) if a.len() == 1), "the active decision applies");
+    assert!(
+        matches!(&unprotected, PvcDecision::Actions(a) if a.len() == 1),
+        "the active decision applies"
+    );
     let shadow_trap = decider.decide("ns/panic", input("panic", false)).unwrap();
-    assert!(matches!(&shadow_trap, PvcDecision::Actions(a) if a.len() == 1), "a trapping shadow changes nothing");
+    assert!(
+        matches!(&shadow_trap, PvcDecision::Actions(a) if a.len() == 1),
+        "a trapping shadow changes nothing"
+    );
 
-    let pvc = modules.status().controller("pvc-protection").cloned().unwrap();
+    let pvc = modules
+        .status()
+        .controller("pvc-protection")
+        .cloned()
+        .unwrap();
     assert_eq!(pvc.shadow.unwrap().sha256, new.hex());
-    assert_eq!((pvc.shadow_agreed, pvc.shadow_differed, pvc.shadow_failed), (1, 1, 1));
-    let differences = modules.shadow_tally(World::PvcProtection).unwrap().differences();
+    assert_eq!(
+        (pvc.shadow_agreed, pvc.shadow_differed, pvc.shadow_failed),
+        (1, 1, 1)
+    );
+    let differences = modules
+        .shadow_tally(World::PvcProtection)
+        .unwrap()
+        .differences();
     assert_eq!(differences[0].key, "ns/fresh");
     assert_eq!(differences[0].shadow, serde_json::json!({"actions": []}));
     assert_eq!(differences[1].key, "ns/panic");
-    assert!(differences[1].shadow["error"].as_str().unwrap().contains("panic requested"));
+    assert!(
+        differences[1].shadow["error"]
+            .as_str()
+            .unwrap()
+            .contains("panic requested")
+    );
 
     // Promoting it is refused: it traps on an input the active version decided recently.
     dir.config(&pvc_config("new.wasm", &new, &previous));
     let report = modules.reload().await;
-    assert!(matches!(report.change(World::PvcProtection), Change::Refused(r) if r.contains("key ns/panic")), "{report:?}");
+    assert!(
+        matches!(report.change(World::PvcProtection), Change::Refused(r) if r.contains("key ns/panic")),
+        "{report:?}"
+    );
     assert_eq!(serving(&modules).digest, old.hex());
 }
 
@@ -186,28 +282,58 @@ async fn shadow_mode_counts_agreements_and_differences_and_applies_only_the_acti
 async fn promotion_and_rollback_by_configuration() {
     let dir = GuestsDir::new();
     let v1 = dir.put("v1.wasm", &reference());
-    let v2 = dir.put("v2.wasm", &with_custom_section(&reference(), "rekon-build", b"2"));
+    let v2 = dir.put(
+        "v2.wasm",
+        &with_custom_section(&reference(), "rekon-build", b"2"),
+    );
     let previous = format!("  previous: {{module: v1.wasm, sha256: {v1}}}\n");
-    dir.config(&pvc_config("v2.wasm", &v2, &format!("  mode: shadow\n{previous}")));
+    dir.config(&pvc_config(
+        "v2.wasm",
+        &v2,
+        &format!("  mode: shadow\n{previous}"),
+    ));
     let modules = dir.open().await;
     assert_eq!(serving(&modules).digest, v1.hex());
-    modules.pvc().current().decide("ns/a", input("a", false)).unwrap();
-    let pvc = modules.status().controller("pvc-protection").cloned().unwrap();
-    assert_eq!((pvc.shadow_agreed, pvc.shadow_differed), (1, 0), "same logic, same decisions");
+    modules
+        .pvc()
+        .current()
+        .decide("ns/a", input("a", false))
+        .unwrap();
+    let pvc = modules
+        .status()
+        .controller("pvc-protection")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (pvc.shadow_agreed, pvc.shadow_differed),
+        (1, 0),
+        "same logic, same decisions"
+    );
 
     // Promote: mode active.
     dir.config(&pvc_config("v2.wasm", &v2, &previous));
     modules.reload().await;
     assert_eq!(serving(&modules).digest, v2.hex());
-    let pvc = modules.status().controller("pvc-protection").cloned().unwrap();
+    let pvc = modules
+        .status()
+        .controller("pvc-protection")
+        .cloned()
+        .unwrap();
     assert!(pvc.shadow.is_none());
     assert_eq!(pvc.previous.unwrap().sha256, v1.hex());
 
     // Roll back: mode rollback serves the previous version.
-    dir.config(&pvc_config("v2.wasm", &v2, &format!("  mode: rollback\n{previous}")));
+    dir.config(&pvc_config(
+        "v2.wasm",
+        &v2,
+        &format!("  mode: rollback\n{previous}"),
+    ));
     modules.reload().await;
     assert_eq!(serving(&modules).digest, v1.hex());
-    assert_eq!(modules.status().controller("pvc-protection").unwrap().swaps, 3);
+    assert_eq!(
+        modules.status().controller("pvc-protection").unwrap().swaps,
+        3
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -226,7 +352,10 @@ async fn a_version_that_traps_on_a_recent_input_never_serves() {
     let Change::Refused(reason) = report.change(World::PvcProtection) else {
         panic!("not refused: {report:?}");
     };
-    assert!(reason.contains("recorded input of key ns/panic") && reason.contains("panic requested"), "{reason}");
+    assert!(
+        reason.contains("recorded input of key ns/panic") && reason.contains("panic requested"),
+        "{reason}"
+    );
     assert_eq!(serving(&modules).digest, good.hex());
 }
 
@@ -252,25 +381,57 @@ async fn a_version_failing_too_often_is_rolled_back_automatically() {
     let decider = modules.pvc().current();
     decider.decide("ns/a", input("a", true)).unwrap();
     for n in 0..2 {
-        assert!(decider.decide("ns/panic", input("panic", true)).is_err(), "trap {n}");
+        assert!(
+            decider.decide("ns/panic", input("panic", true)).is_err(),
+            "trap {n}"
+        );
     }
-    assert_eq!(serving(&modules).digest, trapping.hex(), "2 of 3: too few decisions to judge");
+    assert_eq!(
+        serving(&modules).digest,
+        trapping.hex(),
+        "2 of 3: too few decisions to judge"
+    );
     assert!(decider.decide("ns/panic", input("panic", true)).is_err());
-    assert_eq!(serving(&modules).digest, good.hex(), "3 of 4 failed: rolled back");
+    assert_eq!(
+        serving(&modules).digest,
+        good.hex(),
+        "3 of 4 failed: rolled back"
+    );
 
-    let pvc = modules.status().controller("pvc-protection").cloned().unwrap();
+    let pvc = modules
+        .status()
+        .controller("pvc-protection")
+        .cloned()
+        .unwrap();
     assert_eq!(pvc.rollbacks, 1);
-    assert_eq!((pvc.decisions, pvc.failures), (0, 0), "counted afresh for the new active version");
+    assert_eq!(
+        (pvc.decisions, pvc.failures),
+        (0, 0),
+        "counted afresh for the new active version"
+    );
     assert!(pvc.last_error.unwrap().contains("failed 3 of 4 decisions"));
-    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&status_file).unwrap()).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&status_file).unwrap()).unwrap();
     assert_eq!(written["controllers"]["pvc-protection"]["rollbacks"], 1);
-    assert_eq!(written["controllers"]["pvc-protection"]["active"]["sha256"], good.hex());
+    assert_eq!(
+        written["controllers"]["pvc-protection"]["active"]["sha256"],
+        good.hex()
+    );
 
     // guests.yaml still names the failing version: it is not served again.
-    assert_eq!(modules.reload().await.change(World::PvcProtection), &Change::Unchanged);
-    dir.config(&pvc_config("trapping.wasm", &trapping, "  deadlineMs: 50\n"));
+    assert_eq!(
+        modules.reload().await.change(World::PvcProtection),
+        &Change::Unchanged
+    );
+    dir.config(&pvc_config(
+        "trapping.wasm",
+        &trapping,
+        "  deadlineMs: 50\n",
+    ));
     let report = modules.reload().await;
-    assert!(matches!(report.change(World::PvcProtection), Change::Refused(r) if r.contains("rolled back automatically")));
+    assert!(
+        matches!(report.change(World::PvcProtection), Change::Refused(r) if r.contains("rolled back automatically"))
+    );
     assert_eq!(serving(&modules).digest, good.hex());
 }
 
@@ -297,14 +458,19 @@ async fn a_configmap_update_is_noticed_and_published() {
     for file in ["guests.yaml", "pvc.wasm", "claim.wasm"] {
         symlink(format!("..data/{file}"), root.path().join(file)).unwrap();
     }
-    let modules = Modules::open(ModulesOptions::new(root.path())).await.unwrap();
+    let modules = Modules::open(ModulesOptions::new(root.path()))
+        .await
+        .unwrap();
     let _watching = modules
         .watch(WatchOptions {
             debounce: Duration::from_millis(50),
             rescan: Duration::from_secs(3600),
         })
         .unwrap();
-    assert_eq!(serving(&modules).digest, ModuleDigest::of(&reference()).hex());
+    assert_eq!(
+        serving(&modules).digest,
+        ModuleDigest::of(&reference()).hex()
+    );
 
     // kubelet's update: write the new generation, point ..data_tmp at it, rename over ..data.
     generation("..2026_01_02", &v2_bytes);
@@ -319,7 +485,11 @@ async fn a_configmap_update_is_noticed_and_published() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let status = modules.status();
-    assert_eq!(status.controller("pvc-protection").unwrap().rejections, 0, "never read half an update");
+    assert_eq!(
+        status.controller("pvc-protection").unwrap().rejections,
+        0,
+        "never read half an update"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -346,8 +516,16 @@ async fn the_precompiled_cache_directory_serves_a_restart() {
     let started = Instant::now();
     let restarted = open().await.unwrap();
     let took = started.elapsed();
-    assert_eq!(serving(&restarted).digest, good.hex(), "served from the cache (took {took:?})");
-    let decision = restarted.pvc().current().decide("ns/x", input("x", true)).unwrap();
+    assert_eq!(
+        serving(&restarted).digest,
+        good.hex(),
+        "served from the cache (took {took:?})"
+    );
+    let decision = restarted
+        .pvc()
+        .current()
+        .decide("ns/x", input("x", true))
+        .unwrap();
     assert_eq!(decision, PvcDecision::Actions(vec![]));
 }
 
@@ -359,8 +537,14 @@ async fn without_guests_yaml_the_conventional_files_serve() {
     assert_eq!(serving(&modules).name, "rekon_guest_pvc_protection");
     assert_eq!(serving(&modules).digest, digest.hex());
     let empty = tempfile::tempdir().unwrap();
-    let err = Modules::open(ModulesOptions::new(empty.path())).await.unwrap_err().to_string();
-    assert!(err.contains("expected pvc-protection.wasm or rekon_guest_pvc_protection.wasm"), "{err}");
+    let err = Modules::open(ModulesOptions::new(empty.path()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("expected pvc-protection.wasm or rekon_guest_pvc_protection.wasm"),
+        "{err}"
+    );
 }
 
 #[allow(dead_code)]

@@ -26,7 +26,6 @@ mod guest;
 mod id;
 mod limits;
 mod load;
-pub mod registry;
 mod state;
 pub mod testing;
 mod world;

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rekon_controllers::decider::{ClaimDecider, Native, PvcDecider, ShadowDifference, ShadowTally, Shadowed, Slot};
+use rekon_controllers::decider::{
+    ClaimDecider, Native, PvcDecider, ShadowDifference, ShadowTally, Shadowed, Slot,
+};
 use rekon_controllers::journal::Journal;
 use rekon_runtime::{Engine, EngineConfig, GuestPre, World};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
@@ -45,7 +47,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let state = read_state(&args.state)?;
     let steps = match &args.script {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading script {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading script {}", path.display()))?;
             parse_steps(&text).map_err(|e| anyhow::anyhow!("script {}: {e}", path.display()))?
         }
         None => Vec::new(),
@@ -54,7 +57,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let old = engine.loader().file(&args.old)?;
     let new = engine.loader().world(old.world()).file(&args.new)?;
     let tally = Arc::new(ShadowTally::new(usize::MAX));
-    let deciders = compared(old.clone(), new.clone(), tally.clone(), args.guests.as_deref()).await?;
+    let deciders = compared(
+        old.clone(),
+        new.clone(),
+        tally.clone(),
+        args.guests.as_deref(),
+    )
+    .await?;
     let settle = Settle {
         timeout: Duration::from_secs(args.timeout_seconds),
         ..Settle::default()
@@ -63,7 +72,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         ..ClusterOptions::default()
     };
-    let report = simulate(state, steps, options, settle, deciders, Arc::new(Journal::new())).await?;
+    let report = simulate(
+        state,
+        steps,
+        options,
+        settle,
+        deciders,
+        Arc::new(Journal::new()),
+    )
+    .await?;
 
     print!("{}", render(&tally.differences()));
     println!(
@@ -88,8 +105,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn read_state(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading state file {}", path.display()))?;
-    rekon_apiserver::load_yaml_documents(&text).map_err(|e| anyhow::anyhow!("state file {}: {e}", path.display()))
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading state file {}", path.display()))?;
+    rekon_apiserver::load_yaml_documents(&text)
+        .map_err(|e| anyhow::anyhow!("state file {}: {e}", path.display()))
 }
 
 /// The compared world decides with `old` shadowed by `new`; the other world
@@ -109,7 +128,8 @@ async fn compared(
     };
     Ok(match old.world() {
         World::PvcProtection => {
-            let (old, new): (Arc<dyn PvcDecider>, Arc<dyn PvcDecider>) = (Arc::new(old), Arc::new(new));
+            let (old, new): (Arc<dyn PvcDecider>, Arc<dyn PvcDecider>) =
+                (Arc::new(old), Arc::new(new));
             let shadowed: Arc<dyn PvcDecider> = Arc::new(Shadowed::new(old, new, tally));
             Deciders {
                 pvc: Arc::new(Slot::new(shadowed)),
@@ -117,7 +137,8 @@ async fn compared(
             }
         }
         World::ResourceClaim => {
-            let (old, new): (Arc<dyn ClaimDecider>, Arc<dyn ClaimDecider>) = (Arc::new(old), Arc::new(new));
+            let (old, new): (Arc<dyn ClaimDecider>, Arc<dyn ClaimDecider>) =
+                (Arc::new(old), Arc::new(new));
             let shadowed: Arc<dyn ClaimDecider> = Arc::new(Shadowed::new(old, new, tally));
             Deciders {
                 pvc: other.pvc,
@@ -136,9 +157,16 @@ fn render(differences: &[ShadowDifference]) -> String {
     let mut out = String::new();
     for (key, differences) in by_key {
         for difference in differences {
-            let yaml = |v: &serde_json::Value| serde_yaml::to_string(v).expect("decisions serialise");
-            out.push_str(&format!("--- {key} ({}): - old, + new\n", difference.decision));
-            out.push_str(&crate::line_diff::line_diff(&yaml(&difference.active), &yaml(&difference.shadow)));
+            let yaml =
+                |v: &serde_json::Value| serde_yaml::to_string(v).expect("decisions serialise");
+            out.push_str(&format!(
+                "--- {key} ({}): - old, + new\n",
+                difference.decision
+            ));
+            out.push_str(&crate::line_diff::line_diff(
+                &yaml(&difference.active),
+                &yaml(&difference.shadow),
+            ));
             out.push('\n');
         }
     }
@@ -170,7 +198,10 @@ mod tests {
         let a = text.find("--- ns/a (decide)").unwrap();
         let b = text.find("--- ns/b (decide)").unwrap();
         assert!(a < b, "sorted by key:\n{text}");
-        assert!(text.contains("- need-live-pods\n+ error: trapped"), "{text}");
+        assert!(
+            text.contains("- need-live-pods\n+ error: trapped"),
+            "{text}"
+        );
         assert!(text.contains("+ actions: []"), "{text}");
     }
 }
