@@ -240,7 +240,15 @@ async fn metrics_move_as_the_host_reconciles() {
     })
     .await;
 
-    let second = get(addr, "/metrics").await.body;
+    // A reconcile is counted when it returns, just after its write landed: poll.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let second = loop {
+        let text = get(addr, "/metrics").await.body;
+        if sample(&text, pvc_success) >= reconciled_before + 3.0 || Instant::now() >= deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert!(
         sample(&second, pvc_success) >= reconciled_before + 3.0,
         "reconciles moved:\n{second}"

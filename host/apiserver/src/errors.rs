@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::resources::ResourceInfo;
+use crate::resources::{ResourceInfo, qualify};
 
 /// One entry of `details.causes`.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,6 +164,12 @@ impl ApiError {
 
     /// 422 Invalid with one cause per field error.
     pub fn invalid(res: &ResourceInfo, name: &str, causes: Vec<Cause>) -> Self {
+        Self::invalid_kind(res.kind, res.group, name, causes)
+    }
+
+    /// 422 Invalid for any group/kind, also ones that are not served resources
+    /// (`DeleteOptions.meta.k8s.io`).
+    pub fn invalid_kind(kind: &str, group: &str, name: &str, causes: Vec<Cause>) -> Self {
         let rendered: Vec<String> = causes
             .iter()
             .map(|c| match &c.field {
@@ -179,9 +185,11 @@ impl ApiError {
         let mut err = Self::new(
             422,
             "Invalid",
-            format!("{} \"{name}\" is invalid: {summary}", res.qualified_kind()),
-        )
-        .for_kind(res, name);
+            format!("{} \"{name}\" is invalid: {summary}", qualify(kind, group)),
+        );
+        err.details.name = Some(name.to_string());
+        err.details.group = Some(group.to_string());
+        err.details.kind = Some(kind.to_string());
         err.details.causes = causes;
         err
     }
@@ -353,7 +361,8 @@ impl ApiError {
     /// The `metav1.Status` JSON of this error.
     pub fn to_status(&self) -> Value {
         let mut details = serde_json::Map::new();
-        if let Some(name) = &self.details.name {
+        // `omitempty` upstream: an Invalid DeleteOptions names no object.
+        if let Some(name) = self.details.name.as_deref().filter(|n| !n.is_empty()) {
             details.insert("name".into(), json!(name));
         }
         if let Some(group) = self.details.group.as_deref().filter(|g| !g.is_empty()) {

@@ -12,6 +12,7 @@
 //! ```
 
 pub mod cluster;
+pub mod conversion;
 pub mod errors;
 pub mod faults;
 pub mod http;

@@ -48,6 +48,8 @@ pub struct ResourceInfo {
     /// of the value they select on.
     pub selectable_fields: &'static [(&'static str, &'static str)],
     pub normalize: Normalize,
+    /// Stored as the resource of the same plural in this group (see `conversion`).
+    pub storage_group: Option<&'static str>,
 }
 
 impl ResourceInfo {
@@ -74,7 +76,7 @@ impl ResourceInfo {
     }
 }
 
-fn qualify(name: &str, group: &str) -> String {
+pub(crate) fn qualify(name: &str, group: &str) -> String {
     if group.is_empty() {
         name.to_string()
     } else {
@@ -131,6 +133,7 @@ const BASE: ResourceInfo = ResourceInfo {
     returns_deleted_object: false,
     selectable_fields: &[],
     normalize: normalize::<core::v1::ConfigMap>,
+    storage_group: None,
 };
 
 /// Every served resource. Generation: pods, PVCs and ConfigMaps follow v1.20 (no server-managed
@@ -198,6 +201,7 @@ static RESOURCES: &[ResourceInfo] = &[
         singular: "event",
         short_names: &["ev"],
         normalize: normalize::<events::v1::Event>,
+        storage_group: Some(""),
         ..BASE
     },
     ResourceInfo {
@@ -247,6 +251,14 @@ static RESOURCES: &[ResourceInfo] = &[
 pub struct ResourceId(usize);
 
 impl ResourceId {
+    /// The resource whose storage this one shares (itself for most).
+    pub fn storage(self) -> ResourceId {
+        let info = self.info();
+        info.storage_group
+            .and_then(|group| by_plural(group, info.plural))
+            .unwrap_or(self)
+    }
+
     pub fn info(self) -> &'static ResourceInfo {
         &RESOURCES[self.0]
     }

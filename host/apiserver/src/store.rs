@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::conversion;
 use crate::meta;
 use crate::resources::ResourceId;
 
@@ -25,6 +26,16 @@ impl ObjectKey {
             namespace: namespace.to_string(),
             name: name.to_string(),
         }
+    }
+
+    /// The key the object is stored under (its storage resource).
+    fn stored(&self) -> ObjectKey {
+        ObjectKey::new(self.resource.storage(), &self.namespace, &self.name)
+    }
+
+    /// This key addressed through `resource` (which shares its storage).
+    fn served_as(&self, resource: ResourceId) -> ObjectKey {
+        ObjectKey::new(resource, &self.namespace, &self.name)
     }
 }
 
@@ -71,6 +82,24 @@ pub struct WatchEvent {
     pub at: Instant,
 }
 
+impl WatchEvent {
+    /// The change is to an object of `resource`'s storage (in `namespace`, if given).
+    pub fn concerns(&self, resource: ResourceId, namespace: Option<&str>) -> bool {
+        self.key.resource == resource.storage()
+            && namespace.is_none_or(|ns| self.key.namespace == ns)
+    }
+
+    /// (object, previous) in the shape of `resource`.
+    pub fn served_as(&self, resource: ResourceId) -> (Value, Option<Value>) {
+        (
+            conversion::from_storage(resource, self.object.clone()),
+            self.previous
+                .clone()
+                .map(|p| conversion::from_storage(resource, p)),
+        )
+    }
+}
+
 /// The watch history no longer covers the requested resourceVersion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooOld {
@@ -109,29 +138,45 @@ impl Objects {
         self.floor
     }
 
-    pub fn get(&self, key: &ObjectKey) -> Option<&Value> {
-        self.objects.get(key)
+    /// The object in the shape of `key.resource`.
+    pub fn get(&self, key: &ObjectKey) -> Option<Value> {
+        let stored = self.objects.get(&key.stored())?;
+        Some(conversion::from_storage(key.resource, stored.clone()))
     }
 
-    /// Objects of one resource (in one namespace, if given), sorted by namespace and name.
+    /// Objects of one resource (in one namespace, if given) in its shape, sorted by namespace
+    /// and name.
     pub fn iter_resource(
         &self,
         resource: ResourceId,
         namespace: Option<&str>,
-    ) -> impl Iterator<Item = (&ObjectKey, &Value)> {
-        let start = ObjectKey::new(resource, namespace.unwrap_or(""), "");
-        self.objects.range(start..).take_while(move |(k, _)| {
-            k.resource == resource && namespace.is_none_or(|ns| k.namespace == ns)
-        })
+    ) -> impl Iterator<Item = (ObjectKey, Value)> {
+        let storage = resource.storage();
+        let start = ObjectKey::new(storage, namespace.unwrap_or(""), "");
+        self.objects
+            .range(start..)
+            .take_while(move |(k, _)| {
+                k.resource == storage && namespace.is_none_or(|ns| k.namespace == ns)
+            })
+            .map(move |(k, v)| {
+                (
+                    k.served_as(resource),
+                    conversion::from_storage(resource, v.clone()),
+                )
+            })
     }
 
+    /// Every stored object, in its storage shape.
     pub fn iter_all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
         self.objects.iter()
     }
 
-    /// Stores `object` under a new resourceVersion and records the event; returns the stored
-    /// object.
-    pub fn put(&mut self, key: ObjectKey, mut object: Value) -> Value {
+    /// Stores `object` (in the shape of `key.resource`) under a new resourceVersion and records
+    /// the event; returns the stored object in that shape.
+    pub fn put(&mut self, key: ObjectKey, object: Value) -> Value {
+        let resource = key.resource;
+        let key = key.stored();
+        let mut object = conversion::to_storage(resource, object);
         self.rv += 1;
         meta::set_resource_version(&mut object, self.rv);
         let previous = self.objects.insert(key.clone(), object.clone());
@@ -141,12 +186,14 @@ impl Objects {
             EventType::Added
         };
         self.record(key, event_type, object.clone(), previous);
-        object
+        conversion::from_storage(resource, object)
     }
 
     /// Removes the object; the DELETED event carries its last state with a new resourceVersion.
     /// Returns the stored state as it was before the delete.
     pub fn remove(&mut self, key: &ObjectKey) -> Option<Value> {
+        let resource = key.resource;
+        let key = &key.stored();
         let stored = self.objects.remove(key)?;
         self.rv += 1;
         let mut tombstone = stored.clone();
@@ -157,7 +204,7 @@ impl Objects {
             tombstone,
             Some(stored.clone()),
         );
-        Some(stored)
+        Some(conversion::from_storage(resource, stored))
     }
 
     fn record(
@@ -182,7 +229,8 @@ impl Objects {
         }
     }
 
-    /// Every event with a resourceVersion above `rv`, oldest first.
+    /// Every event with a resourceVersion above `rv`, oldest first; keys and objects are in
+    /// storage form (see `WatchEvent::served_as`).
     pub fn events_since(&self, rv: u64) -> Result<Vec<Arc<WatchEvent>>, TooOld> {
         if rv < self.floor {
             return Err(TooOld {
@@ -209,21 +257,19 @@ impl Objects {
         rv: u64,
     ) -> Result<BTreeMap<ObjectKey, Value>, TooOld> {
         let newer = self.events_since(rv)?;
-        let mut state: BTreeMap<ObjectKey, Value> = self
-            .iter_resource(resource, namespace)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let mut state: BTreeMap<ObjectKey, Value> =
+            self.iter_resource(resource, namespace).collect();
         for event in newer.iter().rev() {
-            let key = &event.key;
-            if key.resource != resource || namespace.is_some_and(|ns| key.namespace != ns) {
+            if !event.concerns(resource, namespace) {
                 continue;
             }
+            let key = event.key.served_as(resource);
             match &event.previous {
                 Some(previous) => {
-                    state.insert(key.clone(), previous.clone());
+                    state.insert(key, conversion::from_storage(resource, previous.clone()));
                 }
                 None => {
-                    state.remove(key);
+                    state.remove(&key);
                 }
             }
         }

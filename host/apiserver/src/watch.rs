@@ -61,28 +61,21 @@ fn bookmark(resource: ResourceId, rv: u64, initial_events_end: bool) -> Value {
 /// The event a watcher with these selectors sees for `event`, if any: an object entering the
 /// selector is ADDED, one leaving it is DELETED (with the new resourceVersion).
 fn visible_event(req: &WatchRequest, event: &WatchEvent) -> Option<(EventType, Value)> {
-    if event.key.resource != req.resource
-        || req
-            .namespace
-            .as_deref()
-            .is_some_and(|ns| event.key.namespace != ns)
-    {
+    if !event.concerns(req.resource, req.namespace.as_deref()) {
         return None;
     }
-    let new_matches = req.selectors.matches(&event.object);
+    let (object, previous) = event.served_as(req.resource);
+    let new_matches = req.selectors.matches(&object);
     match event.event_type {
-        EventType::Added => new_matches.then(|| (EventType::Added, event.object.clone())),
-        EventType::Deleted => new_matches.then(|| (EventType::Deleted, event.object.clone())),
+        EventType::Added => new_matches.then_some((EventType::Added, object)),
+        EventType::Deleted => new_matches.then_some((EventType::Deleted, object)),
         EventType::Modified => {
-            let old_matches = event
-                .previous
-                .as_ref()
-                .is_some_and(|p| req.selectors.matches(p));
+            let old_matches = previous.as_ref().is_some_and(|p| req.selectors.matches(p));
             match (old_matches, new_matches) {
-                (true, true) => Some((EventType::Modified, event.object.clone())),
-                (false, true) => Some((EventType::Added, event.object.clone())),
+                (true, true) => Some((EventType::Modified, object)),
+                (false, true) => Some((EventType::Added, object)),
                 (true, false) => {
-                    let mut gone = event.previous.clone().unwrap_or_default();
+                    let mut gone = previous.unwrap_or_default();
                     crate::meta::set_resource_version(&mut gone, event.rv);
                     Some((EventType::Deleted, gone))
                 }
@@ -128,7 +121,7 @@ async fn run(
                 let objects: Vec<Value> = objs
                     .iter_resource(req.resource, req.namespace.as_deref())
                     .filter(|(_, obj)| req.selectors.matches(obj))
-                    .map(|(_, obj)| obj.clone())
+                    .map(|(_, obj)| obj)
                     .collect();
                 (objects, objs.current_rv())
             });

@@ -32,7 +32,7 @@ pub async fn run(store: Store, mode: KubeletMode, shutdown: CancellationToken) {
                             .and_then(|n| n.as_str())
                             .is_some_and(|n| !n.is_empty())
                 })
-                .map(|(key, pod)| (key.clone(), meta::uid(pod).to_string()))
+                .map(|(key, pod)| (key, meta::uid(&pod).to_string()))
                 .collect::<Vec<_>>()
         });
         seen.retain(|uid, _| terminating.iter().any(|(_, u)| u == uid));

@@ -6,7 +6,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::Value;
 
-use crate::errors::ApiError;
+use crate::errors::{ApiError, Cause};
 use crate::registry::{DeleteOptions, PropagationPolicy};
 
 #[derive(Debug, Default)]
@@ -66,12 +66,28 @@ pub fn parse_object_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiE
 
 /// DeleteOptions from the body, with query parameters filling what the body leaves out.
 pub fn delete_options(params: &Params, body: &[u8]) -> Result<DeleteOptions, ApiError> {
-    let mut opts: DeleteOptions = if body.iter().all(u8::is_ascii_whitespace) {
-        DeleteOptions::default()
+    let mut body: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Object(Default::default())
     } else {
         serde_json::from_slice(body)
             .map_err(|err| ApiError::bad_request(format!("invalid DeleteOptions: {err}")))?
     };
+    // Upstream decodes the policy as a free string and validates it afterwards (422), so it is
+    // taken out before the typed decode would refuse an unknown value (400).
+    let body_policy = match body
+        .as_object_mut()
+        .and_then(|b| b.remove("propagationPolicy"))
+    {
+        None | Some(Value::Null) => None,
+        Some(Value::String(policy)) => Some(policy),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid DeleteOptions: propagationPolicy must be a string, found {other}"
+            )));
+        }
+    };
+    let mut opts: DeleteOptions = serde_json::from_value(body)
+        .map_err(|err| ApiError::bad_request(format!("invalid DeleteOptions: {err}")))?;
     if opts.dry_run.as_ref().is_some_and(|d| !d.is_empty()) {
         return Err(ApiError::bad_request(
             "dryRun is not supported by the rekon embedded API server",
@@ -80,24 +96,33 @@ pub fn delete_options(params: &Params, body: &[u8]) -> Result<DeleteOptions, Api
     if opts.grace_period_seconds.is_none() {
         opts.grace_period_seconds = params.number("gracePeriodSeconds")?;
     }
-    if opts.propagation_policy.is_none()
-        && let Some(policy) = params.non_empty("propagationPolicy")
-    {
-        opts.propagation_policy = Some(match policy {
-            "Orphan" => PropagationPolicy::Orphan,
-            "Background" => PropagationPolicy::Background,
-            "Foreground" => PropagationPolicy::Foreground,
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "unknown propagationPolicy {other:?}"
-                )));
-            }
-        });
-    }
+    let policy = body_policy.or_else(|| params.non_empty("propagationPolicy").map(str::to_string));
+    opts.propagation_policy = policy.as_deref().map(propagation_policy).transpose()?;
     if opts.orphan_dependents.is_none() && params.non_empty("orphanDependents").is_some() {
         opts.orphan_dependents = Some(params.flag("orphanDependents"));
     }
     Ok(opts)
+}
+
+/// Upstream `ValidateDeleteOptions`: an unknown policy is an Invalid DeleteOptions.
+fn propagation_policy(policy: &str) -> Result<PropagationPolicy, ApiError> {
+    match policy {
+        "Orphan" => Ok(PropagationPolicy::Orphan),
+        "Background" => Ok(PropagationPolicy::Background),
+        "Foreground" => Ok(PropagationPolicy::Foreground),
+        other => Err(ApiError::invalid_kind(
+            "DeleteOptions",
+            "meta.k8s.io",
+            "",
+            vec![Cause::new(
+                "FieldValueNotSupported",
+                format!(
+                    "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                ),
+                Some("propagationPolicy"),
+            )],
+        )),
+    }
 }
 
 /// The field manager upstream assumes when a request names none: the User-Agent's program
@@ -132,5 +157,31 @@ mod tests {
         assert_eq!(opts.preconditions.unwrap().uid.as_deref(), Some("u"));
         assert_eq!(opts.propagation_policy, Some(PropagationPolicy::Foreground));
         assert!(delete_options(&Params::default(), b"{nope").is_err());
+    }
+
+    #[test]
+    fn unknown_propagation_policy_is_an_invalid_delete_options() {
+        let err = delete_options(
+            &Params::default(),
+            br#"{"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Sideways"}"#,
+        )
+        .unwrap_err();
+        assert_eq!((err.code, err.reason), (422, "Invalid"));
+        assert_eq!(
+            err.message,
+            r#"DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil""#
+        );
+        let status = err.to_status();
+        assert_eq!(status["details"]["kind"], "DeleteOptions");
+        assert_eq!(status["details"]["group"], "meta.k8s.io");
+        assert!(status["details"].get("name").is_none());
+        assert_eq!(status["details"]["causes"][0]["field"], "propagationPolicy");
+
+        let query = Params(
+            [("propagationPolicy".to_string(), "Sideways".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        assert_eq!(delete_options(&query, b"").unwrap_err().code, 422);
     }
 }

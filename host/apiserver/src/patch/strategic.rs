@@ -12,8 +12,8 @@ use crate::errors::ApiError;
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum ListStrategy {
     Replace,
-    /// A list of scalars merged as a set: patch items first, then the existing ones not in the
-    /// patch (observed on v1.20: `["e"]` onto `["c","d"]` gives `["e","c","d"]`).
+    /// A list of scalars merged as a set, ordered like keyed lists (see `enforce_order`;
+    /// observed on v1.20: `["e"]` onto `["c","d"]` gives `["e","c","d"]`).
     MergeScalars,
     MergeByKey(&'static str),
 }
@@ -144,11 +144,56 @@ fn merge_map(
 }
 
 fn merge_scalars(existing: &[Value], patch: &[Value]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
-    for item in patch.iter().chain(existing) {
-        if !out.contains(item) {
-            out.push(item.clone());
+    let mut merged: Vec<Value> = Vec::new();
+    for item in existing.iter().chain(patch) {
+        if !merged.contains(item) {
+            merged.push(item.clone());
         }
+    }
+    enforce_order(merged, patch, existing, |item| Some(item.clone()))
+}
+
+/// Orders a merged list like the Go implementation (`normalizeElementOrder`): entries named by
+/// the patch come in patch order, the server-only entries keep the live order, and the two are
+/// interleaved by the live order where both entries exist, so a new entry lands right after
+/// the patch entry before it (or first). `key` identifies an entry across the three lists.
+fn enforce_order(
+    merged: Vec<Value>,
+    patch: &[Value],
+    live: &[Value],
+    key: impl Fn(&Value) -> Option<Value>,
+) -> Vec<Value> {
+    let position_in = |list: &[Value], item: &Value| {
+        let wanted = key(item)?;
+        list.iter()
+            .position(|other| key(other).as_ref() == Some(&wanted))
+    };
+    let (mut from_patch, server_only): (Vec<Value>, Vec<Value>) = merged
+        .into_iter()
+        .partition(|item| position_in(patch, item).is_some());
+    from_patch.sort_by_key(|item| position_in(patch, item));
+
+    let mut out = Vec::with_capacity(from_patch.len() + server_only.len());
+    let mut server_only = server_only.into_iter().peekable();
+    let mut from_patch = from_patch.into_iter().peekable();
+    loop {
+        let take_server_entry = match (server_only.peek(), from_patch.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(server), Some(patched)) => {
+                match (position_in(live, server), position_in(live, patched)) {
+                    (Some(s), Some(p)) => s < p,
+                    _ => false,
+                }
+            }
+        };
+        let next = if take_server_entry {
+            server_only.next()
+        } else {
+            from_patch.next()
+        };
+        out.extend(next);
     }
     out
 }
@@ -188,7 +233,23 @@ fn merge_by_key(
             _ => out.push(strip_value(item)),
         }
     }
-    Ok(out)
+    let live: Vec<Value> = existing
+        .iter()
+        .filter(|e| {
+            !patch
+                .iter()
+                .any(|p| is_delete_directive(p) && p.get(merge_key) == e.get(merge_key))
+        })
+        .cloned()
+        .collect();
+    let patch_entries: Vec<Value> = patch
+        .iter()
+        .filter(|p| !is_delete_directive(p))
+        .cloned()
+        .collect();
+    Ok(enforce_order(out, &patch_entries, &live, |item| {
+        item.get(merge_key).cloned()
+    }))
 }
 
 fn strip_directives(map: &Map<String, Value>) -> Map<String, Value> {
@@ -244,7 +305,7 @@ mod tests {
         let out = apply("Pod", &doc, &patch).unwrap();
         assert_eq!(
             out["status"]["conditions"],
-            json!([{"type": "Ready", "status": "True"}, {"type": "Scheduled", "status": "True"}, {"type": "New", "status": "True"}])
+            json!([{"type": "Ready", "status": "True"}, {"type": "New", "status": "True"}, {"type": "Scheduled", "status": "True"}])
         );
         assert_eq!(out["status"]["containerStatuses"], json!([{"name": "c"}]));
     }
@@ -256,8 +317,44 @@ mod tests {
         let out = apply("Pod", &doc, &patch).unwrap();
         assert_eq!(
             out["metadata"]["ownerReferences"],
-            json!([{"uid": "2", "name": "b"}, {"uid": "3", "name": "c"}])
+            json!([{"uid": "3", "name": "c"}, {"uid": "2", "name": "b"}])
         );
+    }
+
+    #[test]
+    fn new_owner_reference_goes_first_when_no_patch_entry_precedes_it() {
+        let doc = json!({"metadata": {"ownerReferences": [{"uid": "a"}]}});
+        let patch = json!({"metadata": {"ownerReferences": [{"uid": "b"}]}});
+        let out = apply("ConfigMap", &doc, &patch).unwrap();
+        assert_eq!(
+            out["metadata"]["ownerReferences"],
+            json!([{"uid": "b"}, {"uid": "a"}])
+        );
+    }
+
+    #[test]
+    fn new_finalizer_lands_after_the_patch_entry_before_it() {
+        let doc = json!({"metadata": {"finalizers": ["c", "d", "e"]}});
+        let patch = json!({"metadata": {"finalizers": ["d", "new"]}});
+        let out = apply("ConfigMap", &doc, &patch).unwrap();
+        assert_eq!(out["metadata"]["finalizers"], json!(["c", "d", "new", "e"]));
+    }
+
+    #[test]
+    fn new_condition_before_an_existing_one_keeps_patch_order() {
+        let doc = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let patch = json!({"status": {"conditions": [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Ready", "status": "True"}
+        ]}});
+        let out = apply("Pod", &doc, &patch).unwrap();
+        let types: Vec<&str> = out["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["PodScheduled", "Ready"]);
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub fn create(
     if info.namespaced {
         match objs.get(&ObjectKey::new(resources::namespaces(), "", namespace)) {
             None => return Err(ApiError::namespace_not_found(namespace)),
-            Some(ns) if meta::is_deleting(ns) => {
+            Some(ns) if meta::is_deleting(&ns) => {
                 return Err(ApiError::namespace_terminating(
                     info,
                     &explicit_name,

@@ -34,7 +34,6 @@ pub fn delete(
     let key = target.key();
     let current = objs
         .get(&key)
-        .cloned()
         .ok_or_else(|| ApiError::not_found(info, &target.name))?;
     check_preconditions(info, &target.name, &current, opts)?;
 

@@ -460,7 +460,7 @@ impl Store {
     ) -> Result<PatchOutcome, ApiError> {
         self.write(|objs, store| {
             let info = target.resource.info();
-            let current = objs.get(&target.key()).cloned();
+            let current = objs.get(&target.key());
             if patch_type == PatchType::Apply {
                 let manager = opts
                     .field_manager

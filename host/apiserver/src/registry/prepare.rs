@@ -258,7 +258,22 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     if info.kind == "Pod" {
         validate_pod_spec(obj, &mut causes);
     }
+    if info.kind == "Event" && info.group == "events.k8s.io" {
+        validate_events_v1(obj, &mut causes);
+    }
     causes
+}
+
+/// Upstream `ValidateEventCreate` for requests in events.k8s.io/v1: the event time is required
+/// there (core/v1 Events may leave it out).
+fn validate_events_v1(obj: &Value, causes: &mut Vec<Cause>) {
+    if obj.get("eventTime").is_none_or(Value::is_null) {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            Some("eventTime"),
+        ));
+    }
 }
 
 /// Finalizers are standard names or qualified names (`example.com/name`).

@@ -25,7 +25,6 @@ pub fn get(
     name: &str,
 ) -> Result<Value, ApiError> {
     objs.get(&ObjectKey::new(resource, namespace, name))
-        .cloned()
         .ok_or_else(|| ApiError::not_found(resource.info(), name))
 }
 

@@ -25,11 +25,9 @@ pub fn update(
 ) -> Result<Value, ApiError> {
     let info = target.resource.info();
     let key = target.key();
-    let current = objs
-        .get(&key)
-        .cloned()
-        .ok_or_else(|| ApiError::not_found(info, &target.name))?;
     let body = prepare::decode(info, body, &target.namespace)?;
+    // Upstream's handler compares the names before the storage looks the object up, so a
+    // mismatch is a 400 even when the object does not exist.
     let body_name = meta::name(&body);
     if !body_name.is_empty() && body_name != target.name {
         return Err(ApiError::bad_request(format!(
@@ -37,6 +35,9 @@ pub fn update(
             target.name
         )));
     }
+    let current = objs
+        .get(&key)
+        .ok_or_else(|| ApiError::not_found(info, &target.name))?;
     if let Some(rv) = meta::resource_version(&body)
         && Some(rv) != meta::resource_version(&current)
     {

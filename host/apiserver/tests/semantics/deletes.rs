@@ -304,3 +304,33 @@ async fn row06_graceful_pod_deletion() {
     let reply = t.delete(&format!("{PODS}/short"), None).await;
     assert_eq!(reply.body["metadata"]["deletionGracePeriodSeconds"], 5);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_propagation_policy_is_an_invalid_delete_options() {
+    let t = start_default().await;
+    let cm = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(t.post(cm, configmap("fg")).await.code, 201);
+    let reply = t
+        .delete(
+            &format!("{cm}/fg"),
+            Some(json!({"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Sideways"})),
+        )
+        .await;
+    assert_eq!(reply.code, 422, "{}", reply.body);
+    assert_eq!(reply.body["reason"], "Invalid");
+    assert_eq!(
+        reply.body["message"],
+        r#"DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil""#
+    );
+    assert_eq!(
+        reply.body["details"],
+        json!({"group": "meta.k8s.io", "kind": "DeleteOptions", "causes": [{
+            "reason": "FieldValueNotSupported", "field": "propagationPolicy",
+            "message": "Unsupported value: \"Sideways\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""}]})
+    );
+    assert_eq!(
+        t.get(&format!("{cm}/fg")).await.code,
+        200,
+        "nothing deleted"
+    );
+}

@@ -249,7 +249,7 @@ async fn row13_strategic_merge_patch() {
         reply.body["metadata"]["finalizers"],
         json!(["example.com/e", "example.com/d"])
     );
-    // ownerReferences merge by uid.
+    // ownerReferences merge by uid; a new entry no patch entry precedes goes first (v1.20).
     let owner = json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "b", "uid": "2"}]}});
     let reply = t.patch(&format!("{CM}/c"), STRATEGIC, owner).await;
     let uids: Vec<&str> = reply.body["metadata"]["ownerReferences"]
@@ -258,7 +258,7 @@ async fn row13_strategic_merge_patch() {
         .iter()
         .map(|r| r["uid"].as_str().unwrap())
         .collect();
-    assert_eq!(uids, vec!["1", "2"]);
+    assert_eq!(uids, vec!["2", "1"]);
 
     // Pod status conditions merge by type.
     t.post(PODS, pod("p", Some("n1"))).await;

@@ -416,3 +416,120 @@ items:
         .unwrap_err();
     assert!(err.to_string().contains("v1/Secret"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn put_naming_another_object_is_a_bad_request_even_when_missing() {
+    let t = start_default().await;
+    assert_eq!(t.post(CM, configmap("one")).await.code, 201);
+    for url_name in ["one", "absent"] {
+        let reply = t.put(&format!("{CM}/{url_name}"), configmap("two")).await;
+        assert_eq!(
+            (reply.code, reply.body["reason"].as_str()),
+            (400, Some("BadRequest")),
+            "PUT {url_name}: {}",
+            reply.body
+        );
+        assert_eq!(
+            reply.body["message"],
+            format!("the name of the object (two) does not match the name on the URL ({url_name})")
+        );
+    }
+}
+
+const CORE_EVENTS: &str = "/api/v1/namespaces/default/events";
+const EVENTS_V1: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_v1_requires_an_event_time() {
+    let t = start_default().await;
+    let reply = t
+        .post(
+            EVENTS_V1,
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
+                   "reportingController": "rekon", "reportingInstance": "h", "action": "A",
+                   "reason": "R", "type": "Normal", "regarding": {"kind": "Pod", "name": "p"}}),
+        )
+        .await;
+    assert_eq!(
+        (reply.code, reply.body["reason"].as_str()),
+        (422, Some("Invalid"))
+    );
+    assert_eq!(
+        reply.body["message"],
+        "Event.events.k8s.io \"e\" is invalid: eventTime: Required value"
+    );
+    // core/v1 Events may leave it out.
+    let core = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "c"},
+                      "involvedObject": {"kind": "Pod", "name": "p"}, "message": "m"});
+    assert_eq!(t.post(CORE_EVENTS, core).await.code, 201);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn both_event_apis_share_storage() {
+    let t = start_default().await;
+    let created = t
+        .post(
+            EVENTS_V1,
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "ev2"},
+                   "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "rekon.dev/x",
+                   "reportingInstance": "host-1", "action": "Remove", "reason": "Removed",
+                   "type": "Normal", "note": "gone", "regarding": {"kind": "Pod", "name": "p1"}}),
+        )
+        .await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    assert_eq!(created.body["note"], "gone");
+
+    let core = t.get(&format!("{CORE_EVENTS}/ev2")).await;
+    assert_eq!(core.code, 200, "{}", core.body);
+    assert_eq!(core.body["apiVersion"], "v1");
+    assert_eq!(core.body["message"], "gone");
+    assert_eq!(core.body["involvedObject"]["name"], "p1");
+    assert_eq!(core.body["reportingComponent"], "rekon.dev/x");
+    assert_eq!(core.body["reportingInstance"], "host-1");
+    assert!(core.body.get("note").is_none());
+    assert_eq!(core.rv(), created.rv());
+
+    let core_created = t
+        .post(
+            CORE_EVENTS,
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "ev1"},
+                   "involvedObject": {"kind": "Pod", "name": "p0"}, "message": "legacy",
+                   "source": {"component": "rekon"}, "count": 3}),
+        )
+        .await;
+    assert_eq!(core_created.code, 201);
+    let as_v1 = t.get(&format!("{EVENTS_V1}/ev1")).await;
+    assert_eq!(as_v1.code, 200, "{}", as_v1.body);
+    assert_eq!(as_v1.body["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(as_v1.body["note"], "legacy");
+    assert_eq!(as_v1.body["regarding"]["name"], "p0");
+    assert_eq!(as_v1.body["deprecatedSource"]["component"], "rekon");
+    assert_eq!(as_v1.body["deprecatedCount"], 3);
+
+    let list = t.get(EVENTS_V1).await;
+    let names: Vec<&str> = list.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ev1", "ev2"]);
+    assert_eq!(list.body["items"][0]["note"], "legacy");
+
+    // A write through one API is seen by a watch on the other, in the watcher's shape.
+    let from = created.rv() - 1;
+    let events = t
+        .watch(
+            &format!("{CORE_EVENTS}?watch=true&resourceVersion={from}"),
+            2,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!(event_types(&events), ["ADDED", "ADDED"]);
+    assert_eq!(events[0]["object"]["message"], "gone");
+    assert_eq!(events[0]["object"]["apiVersion"], "v1");
+
+    let deleted = t.delete(&format!("{CORE_EVENTS}/ev2"), None).await;
+    assert_eq!(deleted.code, 200);
+    assert_eq!(t.get(&format!("{EVENTS_V1}/ev2")).await.code, 404);
+}
