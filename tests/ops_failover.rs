@@ -97,22 +97,6 @@ impl Replica {
     }
 }
 
-async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-fn pvcs_left(cluster: &EmbeddedCluster) -> usize {
-    cluster
-        .objects()
-        .iter()
-        .filter(|o| o["kind"] == "PersistentVolumeClaim")
-        .count()
-}
-
 /// Protected PVCs, created and then deleted through the API: work for pvc-protection.
 async fn delete_protected_pvcs(cluster: &EmbeddedCluster, prefix: &str, count: usize) {
     let api: Api<PersistentVolumeClaim> = Api::namespaced(cluster.client.clone(), "ns");

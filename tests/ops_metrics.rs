@@ -51,22 +51,6 @@ fn sample(text: &str, series: &str) -> f64 {
         .unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
 }
 
-async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-fn pvcs_left(cluster: &EmbeddedCluster) -> usize {
-    cluster
-        .objects()
-        .iter()
-        .filter(|o| o["kind"] == "PersistentVolumeClaim")
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_move_as_the_host_reconciles() {
     let cluster = EmbeddedCluster::start(&ClusterOptions::default())

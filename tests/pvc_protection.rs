@@ -15,7 +15,9 @@ fn options() -> ClusterOptions {
 fn pvc_patches(report: &rekon_simulate::Report, name: &str) -> Vec<u16> {
     writes(&report.journal)
         .into_iter()
-        .filter(|(verb, resource, _, n, _)| verb == "patch" && resource == "persistentvolumeclaims" && n == name)
+        .filter(|(verb, resource, _, n, _)| {
+            verb == "patch" && resource == "persistentvolumeclaims" && n == name
+        })
         .map(|w| w.4)
         .collect()
 }
@@ -29,9 +31,13 @@ async fn a_pvc_used_by_a_scheduled_pod_keeps_its_finalizer() {
     ];
     let report = run(state, vec![], options(), quick()).await;
     report.converged.as_ref().expect("converged");
-    let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC still there");
+    let pvc =
+        find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC still there");
     assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
-    assert!(pvc_patches(&report, "data").is_empty(), "no write while in use");
+    assert!(
+        pvc_patches(&report, "data").is_empty(),
+        "no write while in use"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -49,10 +55,15 @@ async fn the_finalizer_goes_once_the_pod_is_gone_after_a_live_list() {
         "removing the last finalizer deleted the PVC"
     );
     let w = writes(&report.journal);
-    let list = w.iter().position(|(verb, r, ..)| verb == "list" && r == "pods").expect("a live pod list");
+    let list = w
+        .iter()
+        .position(|(verb, r, ..)| verb == "list" && r == "pods")
+        .expect("a live pod list");
     let patch = w
         .iter()
-        .position(|(verb, r, _, n, code)| verb == "patch" && r == "persistentvolumeclaims" && n == "data" && *code == 200)
+        .position(|(verb, r, _, n, code)| {
+            verb == "patch" && r == "persistentvolumeclaims" && n == "data" && *code == 200
+        })
         .expect("the finalizer patch");
     assert!(list < patch, "the live list precedes the removal: {w:?}");
 }
@@ -92,9 +103,18 @@ async fn ephemeral_pvcs_count_only_when_owned_by_the_pod() {
     let state = vec![namespace("ns"), owner, owned, stranger_pod, unowned];
     let report = run(state, vec![], options(), quick()).await;
     report.converged.as_ref().expect("converged");
-    let kept = find(&report.objects, "PersistentVolumeClaim", "ns", "web-scratch").expect("owned ephemeral PVC kept");
+    let kept = find(
+        &report.objects,
+        "PersistentVolumeClaim",
+        "ns",
+        "web-scratch",
+    )
+    .expect("owned ephemeral PVC kept");
     assert_eq!(finalizers(kept), vec![PVC_FINALIZER]);
-    assert!(find(&report.objects, "PersistentVolumeClaim", "ns", "api-cache").is_none(), "not owned: released");
+    assert!(
+        find(&report.objects, "PersistentVolumeClaim", "ns", "api-cache").is_none(),
+        "not owned: released"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -132,12 +152,30 @@ async fn a_stale_pod_cache_never_removes_the_finalizer() {
         quiet: Duration::from_millis(200),
         ..quick()
     };
-    let report = run(state, script, ClusterOptions { faults: Some(faults), ..options() }, settle).await;
+    let report = run(
+        state,
+        script,
+        ClusterOptions {
+            faults: Some(faults),
+            ..options()
+        },
+        settle,
+    )
+    .await;
     let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC kept");
     assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
-    assert!(pvc_patches(&report, "data").is_empty(), "never removed: {:?}", writes(&report.journal));
-    let asked_live = decisions(&report.journal, "ns/data").iter().any(|d| d == "need-live-pods");
-    assert!(asked_live, "the guest found no user in the cache and asked for the live list");
+    assert!(
+        pvc_patches(&report, "data").is_empty(),
+        "never removed: {:?}",
+        writes(&report.journal)
+    );
+    let asked_live = decisions(&report.journal, "ns/data")
+        .iter()
+        .any(|d| d == "need-live-pods");
+    assert!(
+        asked_live,
+        "the guest found no user in the cache and asked for the live list"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -145,10 +183,12 @@ async fn a_conflict_leads_to_a_fresh_decision_not_a_blind_retry() {
     // Half of the PVC patches are answered 409.
     let faults = FaultConfig {
         seed: Some(3),
-        requests: vec![RequestFault::new()
-            .verbs([Verb::Patch])
-            .resources(["persistentvolumeclaims"])
-            .conflict(0.5)],
+        requests: vec![
+            RequestFault::new()
+                .verbs([Verb::Patch])
+                .resources(["persistentvolumeclaims"])
+                .conflict(0.5),
+        ],
         ..FaultConfig::default()
     };
     let state = vec![
@@ -158,21 +198,43 @@ async fn a_conflict_leads_to_a_fresh_decision_not_a_blind_retry() {
         deleting_pvc("ns", "c"),
         deleting_pvc("ns", "d"),
     ];
-    let report = run(state, vec![], ClusterOptions { faults: Some(faults), ..options() }, quick()).await;
+    let report = run(
+        state,
+        vec![],
+        ClusterOptions {
+            faults: Some(faults),
+            ..options()
+        },
+        quick(),
+    )
+    .await;
     report.converged.as_ref().expect("converged");
     let entries = report.journal.entries();
     let mut saw_conflict = false;
     for name in ["a", "b", "c", "d"] {
-        assert!(find(&report.objects, "PersistentVolumeClaim", "ns", name).is_none(), "{name} released");
+        assert!(
+            find(&report.objects, "PersistentVolumeClaim", "ns", name).is_none(),
+            "{name} released"
+        );
         // Between two patches of the same PVC there is always a new decision.
         let mut decided_since_write = false;
         for e in &entries {
             match e {
-                rekon_controllers::journal::Entry::Decision { key, .. } if key == &format!("ns/{name}") => {
+                rekon_controllers::journal::Entry::Decision { key, .. }
+                    if key == &format!("ns/{name}") =>
+                {
                     decided_since_write = true
                 }
-                rekon_controllers::journal::Entry::Write { verb, name: n, code, .. } if verb == "patch" && n == name => {
-                    assert!(decided_since_write, "patch of {name} without a fresh decision");
+                rekon_controllers::journal::Entry::Write {
+                    verb,
+                    name: n,
+                    code,
+                    ..
+                } if verb == "patch" && n == name => {
+                    assert!(
+                        decided_since_write,
+                        "patch of {name} without a fresh decision"
+                    );
                     decided_since_write = false;
                     saw_conflict |= *code == 409;
                 }
@@ -180,7 +242,10 @@ async fn a_conflict_leads_to_a_fresh_decision_not_a_blind_retry() {
             }
         }
     }
-    assert!(saw_conflict, "the fault injection produced at least one 409");
+    assert!(
+        saw_conflict,
+        "the fault injection produced at least one 409"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -197,7 +262,16 @@ async fn a_pod_replaced_under_the_same_name_releases_the_old_pods_pvc() {
 - create: {apiVersion: v1, kind: Pod, metadata: {namespace: ns, name: web}, spec: {nodeName: node-a, containers: [{name: c, image: i}], volumes: [{name: v, persistentVolumeClaim: {claimName: new-data}}]}}
 "#,
     );
-    let report = run(state, script, ClusterOptions { kubelet: KubeletMode::Instant, ..options() }, quick()).await;
+    let report = run(
+        state,
+        script,
+        ClusterOptions {
+            kubelet: KubeletMode::Instant,
+            ..options()
+        },
+        quick(),
+    )
+    .await;
     report.converged.as_ref().expect("converged");
     assert!(
         find(&report.objects, "PersistentVolumeClaim", "ns", "old-data").is_none(),

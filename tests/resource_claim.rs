@@ -44,20 +44,32 @@ async fn a_template_claim_is_generated_owned_annotated_and_recorded() {
     assert_eq!(all.len(), 1);
     let claim = all[0];
     let name = claim["metadata"]["name"].as_str().unwrap();
-    let suffix = name.strip_prefix("test-pod-acme-resource-").expect("generateName <pod>-<claim>-");
+    let suffix = name
+        .strip_prefix("test-pod-acme-resource-")
+        .expect("generateName <pod>-<claim>-");
     assert_eq!(suffix.len(), 5);
-    assert!(suffix.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    assert!(
+        suffix
+            .chars()
+            .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))
+    );
     let owner = &claim["metadata"]["ownerReferences"][0];
     assert_eq!(owner["kind"], "Pod");
     assert_eq!(owner["uid"], "uid-pod-test-pod");
     assert_eq!(owner["controller"], true);
     assert_eq!(owner["blockOwnerDeletion"], true);
-    assert_eq!(claim["metadata"]["annotations"][POD_CLAIM_NAME], "acme-resource");
+    assert_eq!(
+        claim["metadata"]["annotations"][POD_CLAIM_NAME],
+        "acme-resource"
+    );
     assert_eq!(claim["metadata"]["annotations"]["note"], "from-template");
     assert_eq!(claim["metadata"]["labels"]["team"], "ml");
     assert_eq!(claim["spec"]["devices"]["requests"][0]["name"], "gpu");
     let pod = find(&report.objects, "Pod", "ns", "test-pod").unwrap();
-    assert_eq!(statuses(pod), vec![("acme-resource".to_string(), Some(name.to_string()))]);
+    assert_eq!(
+        statuses(pod),
+        vec![("acme-resource".to_string(), Some(name.to_string()))]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -65,7 +77,12 @@ async fn a_pod_with_three_template_claims_gets_all_three_in_its_status() {
     let state = vec![
         namespace("ns"),
         template("ns", "gpu"),
-        pod_with_template_claims("ns", "trio", "", &[("a", "gpu"), ("b", "gpu"), ("c", "gpu")]),
+        pod_with_template_claims(
+            "ns",
+            "trio",
+            "",
+            &[("a", "gpu"), ("b", "gpu"), ("c", "gpu")],
+        ),
     ];
     let report = run(state, vec![], ClusterOptions::default(), quick()).await;
     report.converged.as_ref().expect("converged");
@@ -107,21 +124,29 @@ async fn a_done_pods_generated_claim_is_deleted_with_preconditions() {
     );
     let report = run(state, script, ClusterOptions::default(), quick()).await;
     report.converged.as_ref().expect("converged");
-    assert!(claims(&report.objects).is_empty(), "the generated claim went away");
+    assert!(
+        claims(&report.objects).is_empty(),
+        "the generated claim went away"
+    );
     let delete = report
         .journal
         .entries()
         .into_iter()
         .find_map(|e| match e {
-            rekon_controllers::journal::Entry::Write { verb, resource, preconditions, code, .. }
-                if verb == "delete" && resource == "resourceclaims" =>
-            {
-                Some((preconditions, code))
-            }
+            rekon_controllers::journal::Entry::Write {
+                verb,
+                resource,
+                preconditions,
+                code,
+                ..
+            } if verb == "delete" && resource == "resourceclaims" => Some((preconditions, code)),
             _ => None,
         })
         .expect("a claim delete");
-    assert!(delete.0.uid.is_some() && delete.0.resource_version.is_some(), "{delete:?}");
+    assert!(
+        delete.0.uid.is_some() && delete.0.resource_version.is_some(),
+        "{delete:?}"
+    );
     assert_eq!(delete.1, 200);
 }
 
@@ -133,8 +158,11 @@ async fn a_deleted_claim_named_in_the_pod_status_is_generated_again() {
     controlled_by(&mut old, &pod);
     old["metadata"]["annotations"] = json!({POD_CLAIM_NAME: "gpu"});
     state.push(old);
-    state[2]["status"]["resourceClaimStatuses"] = json!([{"name": "gpu", "resourceClaimName": "web-gpu-old12"}]);
-    let script = steps("- delete: {apiVersion: resource.k8s.io/v1, kind: ResourceClaim, namespace: ns, name: web-gpu-old12}");
+    state[2]["status"]["resourceClaimStatuses"] =
+        json!([{"name": "gpu", "resourceClaimName": "web-gpu-old12"}]);
+    let script = steps(
+        "- delete: {apiVersion: resource.k8s.io/v1, kind: ResourceClaim, namespace: ns, name: web-gpu-old12}",
+    );
     let report = run(state, script, ClusterOptions::default(), quick()).await;
     report.converged.as_ref().expect("converged");
     let all = claims(&report.objects);
@@ -152,7 +180,10 @@ async fn no_second_claim_while_the_claim_informer_lags() {
     // expectations must keep it from creating a second one.
     let faults = FaultConfig {
         watches: vec![WatchFault {
-            resources: vec!["resourceclaims.resource.k8s.io".into(), "resourceclaims".into()],
+            resources: vec![
+                "resourceclaims.resource.k8s.io".into(),
+                "resourceclaims".into(),
+            ],
             delay_ms: 2000,
             ..WatchFault::default()
         }],
@@ -166,8 +197,20 @@ async fn no_second_claim_while_the_claim_informer_lags() {
     let script = steps(
         "- patch: {apiVersion: v1, kind: Pod, namespace: ns, name: web, type: merge, patch: {metadata: {labels: {poke: again}}}}",
     );
-    let settle = Settle { quiet: Duration::from_millis(2500), ..quick() };
-    let report = run(state, script, ClusterOptions { faults: Some(faults), ..ClusterOptions::default() }, settle).await;
+    let settle = Settle {
+        quiet: Duration::from_millis(2500),
+        ..quick()
+    };
+    let report = run(
+        state,
+        script,
+        ClusterOptions {
+            faults: Some(faults),
+            ..ClusterOptions::default()
+        },
+        settle,
+    )
+    .await;
     report.converged.as_ref().expect("converged");
     assert_eq!(claims(&report.objects).len(), 2, "one claim per pod claim");
     assert_eq!(creates(&report), 2);
@@ -192,14 +235,24 @@ async fn a_pre_scheduled_pod_gets_its_allocated_claim_reserved_but_a_done_one_do
     let shared = find(&report.objects, "ResourceClaim", "ns", "shared").unwrap();
     assert_eq!(shared["status"]["reservedFor"][0]["uid"], "uid-pod-runner");
     let other = find(&report.objects, "ResourceClaim", "ns", "other").unwrap();
-    assert!(other["status"]["reservedFor"].as_array().is_none_or(|a| a.is_empty()), "never reserve for a done pod");
+    assert!(
+        other["status"]["reservedFor"]
+            .as_array()
+            .is_none_or(|a| a.is_empty()),
+        "never reserve for a done pod"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reservations_of_gone_pods_are_dropped_and_the_allocation_released() {
     // "ghost" is not in the cluster (live GET 404); "alive" runs.
     let alive = pod("ns", "alive", "node-a", json!([]));
-    let mut deleting = claim("ns", "shared", true, &[("ghost", "uid-ghost"), ("alive", "uid-pod-alive")]);
+    let mut deleting = claim(
+        "ns",
+        "shared",
+        true,
+        &[("ghost", "uid-ghost"), ("alive", "uid-pod-alive")],
+    );
     deleting["metadata"]["finalizers"] = json!([CLAIM_FINALIZER]);
     let mut lonely = claim("ns", "lonely", true, &[("ghost", "uid-ghost")]);
     lonely["metadata"]["deletionTimestamp"] = json!(DELETED_AT);
@@ -214,13 +267,20 @@ async fn reservations_of_gone_pods_are_dropped_and_the_allocation_released() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(reserved, vec!["alive"], "running pods keep their reservation");
+    assert_eq!(
+        reserved,
+        vec!["alive"],
+        "running pods keep their reservation"
+    );
     assert!(shared["status"]["allocation"].is_object());
     assert!(
         find(&report.objects, "ResourceClaim", "ns", "lonely").is_none(),
         "last user gone: allocation cleared, finalizer removed, deletion completed"
     );
-    let live_gets = writes(&report.journal).iter().filter(|(verb, _, _, n, code)| verb == "get" && n == "ghost" && *code == 404).count();
+    let live_gets = writes(&report.journal)
+        .iter()
+        .filter(|(verb, _, _, n, code)| verb == "get" && n == "ghost" && *code == 404)
+        .count();
     assert!(live_gets >= 1, "the missing pod was looked up live");
 }
 

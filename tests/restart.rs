@@ -18,7 +18,9 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_host_stopped_mid_run_converges_after_a_restart() {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
     let mut state = vec![namespace("ns")];
     for i in 0..30 {
         state.push(deleting_pvc("ns", &format!("data-{i}")));
@@ -26,7 +28,10 @@ async fn a_host_stopped_mid_run_converges_after_a_restart() {
     cluster.server.store().load_objects(state).unwrap();
 
     let first_journal = Arc::new(Journal::new());
-    let first = Host::start(cluster.client.clone(), host_config(&wasm_deciders(), first_journal.clone()));
+    let first = Host::start(
+        cluster.client.clone(),
+        host_config(&wasm_deciders(), first_journal.clone()),
+    );
     // Stop it as soon as it has written something, long before it is done.
     let deadline = Instant::now() + TIMEOUT;
     while first_journal.writes().iter().filter(|w| matches!(w, rekon_controllers::journal::Entry::Write { verb, .. } if verb == "patch")).count() < 1 {
@@ -34,15 +39,35 @@ async fn a_host_stopped_mid_run_converges_after_a_restart() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     first.shutdown(Duration::from_secs(5)).await;
-    let remaining = cluster.objects().iter().filter(|o| o["kind"] == "PersistentVolumeClaim").count();
-    assert!(remaining > 0, "the first host was stopped before it finished");
+    let remaining = cluster
+        .objects()
+        .iter()
+        .filter(|o| o["kind"] == "PersistentVolumeClaim")
+        .count();
+    assert!(
+        remaining > 0,
+        "the first host was stopped before it finished"
+    );
 
     let second_journal = Arc::new(Journal::new());
-    let second = Host::start(cluster.client.clone(), host_config(&wasm_deciders(), second_journal.clone()));
-    second.wait_idle(QUIET, BOUND, TIMEOUT).await.expect("the restarted host converges");
+    let second = Host::start(
+        cluster.client.clone(),
+        host_config(&wasm_deciders(), second_journal.clone()),
+    );
+    second
+        .wait_idle(QUIET, BOUND, TIMEOUT)
+        .await
+        .expect("the restarted host converges");
     second.shutdown(Duration::from_secs(5)).await;
-    let left: Vec<_> = cluster.objects().into_iter().filter(|o| o["kind"] == "PersistentVolumeClaim").collect();
-    assert!(left.is_empty(), "every unused deleting PVC was released: {left:?}");
+    let left: Vec<_> = cluster
+        .objects()
+        .into_iter()
+        .filter(|o| o["kind"] == "PersistentVolumeClaim")
+        .collect();
+    assert!(
+        left.is_empty(),
+        "every unused deleting PVC was released: {left:?}"
+    );
 }
 
 /// The reference guest, except that pod decisions never write the pod status:
@@ -57,7 +82,9 @@ impl ClaimDecider for StatusWriteNeverHappens {
 
     fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
         let mut decision = self.0.decide_pod(key, input)?;
-        decision.actions.retain(|a| !matches!(a, PodAction::SetClaimStatuses(_)));
+        decision
+            .actions
+            .retain(|a| !matches!(a, PodAction::SetClaimStatuses(_)));
         Ok(decision)
     }
 
@@ -68,7 +95,9 @@ impl ClaimDecider for StatusWriteNeverHappens {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claim_created_before_a_crash_is_adopted_not_duplicated() {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default()).await.unwrap();
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
     cluster
         .server
         .store()
@@ -82,19 +111,38 @@ async fn a_claim_created_before_a_crash_is_adopted_not_duplicated() {
     let wasm = wasm_deciders();
     let crashing = Deciders {
         pvc: wasm.pvc.clone(),
-        claim: Arc::new(Slot::new(Arc::new(StatusWriteNeverHappens(wasm.claim.current())) as Arc<dyn ClaimDecider>)),
+        claim: Arc::new(Slot::new(
+            Arc::new(StatusWriteNeverHappens(wasm.claim.current())) as Arc<dyn ClaimDecider>,
+        )),
     };
     let first_journal = Arc::new(Journal::new());
-    let first = Host::start(cluster.client.clone(), host_config(&crashing, first_journal.clone()));
-    first.wait_idle(QUIET, BOUND, TIMEOUT).await.expect("first host settles");
+    let first = Host::start(
+        cluster.client.clone(),
+        host_config(&crashing, first_journal.clone()),
+    );
+    first
+        .wait_idle(QUIET, BOUND, TIMEOUT)
+        .await
+        .expect("first host settles");
     first.shutdown(Duration::from_secs(5)).await;
     assert_eq!(claims(&cluster.objects()).len(), 1, "the claim was created");
-    let pod = find(&cluster.objects(), "Pod", "ns", "web").cloned().unwrap();
-    assert!(pod["status"]["resourceClaimStatuses"].is_null(), "and the pod status never written");
+    let pod = find(&cluster.objects(), "Pod", "ns", "web")
+        .cloned()
+        .unwrap();
+    assert!(
+        pod["status"]["resourceClaimStatuses"].is_null(),
+        "and the pod status never written"
+    );
 
     let second_journal = Arc::new(Journal::new());
-    let second = Host::start(cluster.client.clone(), host_config(&wasm, second_journal.clone()));
-    second.wait_idle(QUIET, BOUND, TIMEOUT).await.expect("restarted host converges");
+    let second = Host::start(
+        cluster.client.clone(),
+        host_config(&wasm, second_journal.clone()),
+    );
+    second
+        .wait_idle(QUIET, BOUND, TIMEOUT)
+        .await
+        .expect("restarted host converges");
     second.shutdown(Duration::from_secs(5)).await;
 
     let objects = cluster.objects();
@@ -102,7 +150,12 @@ async fn a_claim_created_before_a_crash_is_adopted_not_duplicated() {
     assert_eq!(all.len(), 1, "adopted, not duplicated");
     let name = all[0]["metadata"]["name"].clone();
     let pod = find(&objects, "Pod", "ns", "web").unwrap();
-    assert_eq!(pod["status"]["resourceClaimStatuses"], json!([{"name": "gpu", "resourceClaimName": name}]));
-    let created_again = writes(&second_journal).iter().any(|(verb, r, ..)| verb == "create" && r == "resourceclaims");
+    assert_eq!(
+        pod["status"]["resourceClaimStatuses"],
+        json!([{"name": "gpu", "resourceClaimName": name}])
+    );
+    let created_again = writes(&second_journal)
+        .iter()
+        .any(|(verb, r, ..)| verb == "create" && r == "resourceclaims");
     assert!(!created_again, "the restarted host created nothing");
 }

@@ -21,12 +21,16 @@ pub fn wasm_deciders() -> Deciders {
     let pvc = engine
         .loader()
         .world(World::PvcProtection)
-        .file(rekon_runtime::testing::built_guest("rekon_guest_pvc_protection"))
+        .file(rekon_runtime::testing::built_guest(
+            "rekon_guest_pvc_protection",
+        ))
         .expect("pvc-protection guest (run `make guests`)");
     let claim = engine
         .loader()
         .world(World::ResourceClaim)
-        .file(rekon_runtime::testing::built_guest("rekon_guest_resource_claim"))
+        .file(rekon_runtime::testing::built_guest(
+            "rekon_guest_resource_claim",
+        ))
         .expect("resource-claim guest (run `make guests`)");
     let pvc: Arc<dyn PvcDecider> = Arc::new(pvc);
     let claim: Arc<dyn ClaimDecider> = Arc::new(claim);
@@ -93,7 +97,12 @@ pub fn steps(yaml: &str) -> Vec<Step> {
 }
 
 /// Runs a simulation with the wasm guests.
-pub async fn run(state: Vec<Value>, steps: Vec<Step>, options: ClusterOptions, settle: Settle) -> Report {
+pub async fn run(
+    state: Vec<Value>,
+    steps: Vec<Step>,
+    options: ClusterOptions,
+    settle: Settle,
+) -> Report {
     let journal = Arc::new(Journal::new());
     simulate(state, steps, options, settle, wasm_deciders(), journal)
         .await
@@ -111,14 +120,20 @@ pub fn quick() -> Settle {
 /// The object of `kind` named `ns/name` in the final state.
 pub fn find<'a>(objects: &'a [Value], kind: &str, ns: &str, name: &str) -> Option<&'a Value> {
     objects.iter().find(|o| {
-        o["kind"] == kind && o["metadata"]["namespace"].as_str().unwrap_or("") == ns && o["metadata"]["name"] == name
+        o["kind"] == kind
+            && o["metadata"]["namespace"].as_str().unwrap_or("") == ns
+            && o["metadata"]["name"] == name
     })
 }
 
 pub fn finalizers(obj: &Value) -> Vec<String> {
     obj["metadata"]["finalizers"]
         .as_array()
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -128,7 +143,14 @@ pub fn writes(journal: &Journal) -> Vec<(String, String, Option<String>, String,
         .entries()
         .into_iter()
         .filter_map(|e| match e {
-            Entry::Write { verb, resource, subresource, name, code, .. } => Some((verb, resource, subresource, name, code)),
+            Entry::Write {
+                verb,
+                resource,
+                subresource,
+                name,
+                code,
+                ..
+            } => Some((verb, resource, subresource, name, code)),
             _ => None,
         })
         .collect()
@@ -140,7 +162,9 @@ pub fn decisions(journal: &Journal, key: &str) -> Vec<Value> {
         .entries()
         .into_iter()
         .filter_map(|e| match e {
-            Entry::Decision { key: k, outcome, .. } if k.contains(key) => Some(outcome),
+            Entry::Decision {
+                key: k, outcome, ..
+            } if k.contains(key) => Some(outcome),
             _ => None,
         })
         .collect()
@@ -156,7 +180,12 @@ pub fn template(ns: &str, name: &str) -> Value {
 }
 
 /// A pod whose pod claims come from templates: `(pod claim name, template name)`.
-pub fn pod_with_template_claims(ns: &str, name: &str, node: &str, claims: &[(&str, &str)]) -> Value {
+pub fn pod_with_template_claims(
+    ns: &str,
+    name: &str,
+    node: &str,
+    claims: &[(&str, &str)],
+) -> Value {
     let mut p = pod(ns, name, node, json!([]));
     p["spec"]["resourceClaims"] = claims
         .iter()
@@ -189,5 +218,29 @@ pub fn claim(ns: &str, name: &str, allocated: bool, reserved_for: &[(&str, &str)
 
 /// Every ResourceClaim in the final state.
 pub fn claims(objects: &[Value]) -> Vec<&Value> {
-    objects.iter().filter(|o| o["kind"] == "ResourceClaim").collect()
+    objects
+        .iter()
+        .filter(|o| o["kind"] == "ResourceClaim")
+        .collect()
+}
+
+/// Polls `done` every 10 ms until it holds; fails the test after `timeout`.
+pub async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// How many PVCs the embedded cluster still holds.
+pub fn pvcs_left(cluster: &rekon_simulate::EmbeddedCluster) -> usize {
+    cluster
+        .objects()
+        .iter()
+        .filter(|o| o["kind"] == "PersistentVolumeClaim")
+        .count()
 }

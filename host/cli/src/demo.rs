@@ -19,7 +19,10 @@ pub async fn run(client: Client) -> anyhow::Result<()> {
     let pp = PostParams::default();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
-        .create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}}))?)
+        .create(
+            &pp,
+            &serde_json::from_value(json!({"metadata": {"name": NS}}))?,
+        )
         .await?;
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NS);
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
@@ -31,11 +34,14 @@ pub async fn run(client: Client) -> anyhow::Result<()> {
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
     }))?)
     .await?;
-    pods.create(&pp, &serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"nodeName": "node-a", "containers": [{"name": "web", "image": "nginx"}],
-                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
-    }))?)
+    pods.create(
+        &pp,
+        &serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "spec": {"nodeName": "node-a", "containers": [{"name": "web", "image": "nginx"}],
+                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
+        }))?,
+    )
     .await?;
 
     step("creating ResourceClaimTemplate demo/gpu and pod demo/trainer that claims a GPU from it");
@@ -45,11 +51,14 @@ pub async fn run(client: Client) -> anyhow::Result<()> {
             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
         }))?)
         .await?;
-    pods.create(&pp, &serde_json::from_value(json!({
-        "metadata": {"name": "trainer"},
-        "spec": {"containers": [{"name": "train", "image": "trainer"}],
-                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}
-    }))?)
+    pods.create(
+        &pp,
+        &serde_json::from_value(json!({
+            "metadata": {"name": "trainer"},
+            "spec": {"containers": [{"name": "train", "image": "trainer"}],
+                     "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}
+        }))?,
+    )
     .await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
 

@@ -10,7 +10,11 @@ mod line_diff;
 mod logging;
 
 #[derive(Parser)]
-#[command(name = "rekon", version, about = "Kubernetes controllers with hot-swappable WebAssembly decisions")]
+#[command(
+    name = "rekon",
+    version,
+    about = "Kubernetes controllers with hot-swappable WebAssembly decisions"
+)]
 struct Cli {
     /// Log format.
     #[arg(long, global = true, value_enum, default_value_t = logging::LogFormat::Text, env = "REKON_LOG_FORMAT")]

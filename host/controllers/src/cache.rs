@@ -268,7 +268,11 @@ mod tests {
     }
 
     fn obj(name: &'static str, tag: &'static str) -> Obj {
-        Obj { ns: "ns", name, tag }
+        Obj {
+            ns: "ns",
+            name,
+            tag,
+        }
     }
 
     #[test]
@@ -287,9 +291,15 @@ mod tests {
     #[test]
     fn apply_reports_the_old_state() {
         let cache = Cache::new();
-        assert!(matches!(cache.apply(obj("a", "x")), Change::Applied { old: None, .. }));
+        assert!(matches!(
+            cache.apply(obj("a", "x")),
+            Change::Applied { old: None, .. }
+        ));
         match cache.apply(obj("a", "y")) {
-            Change::Applied { old: Some(old), new } => {
+            Change::Applied {
+                old: Some(old),
+                new,
+            } => {
                 assert_eq!((old.tag, new.tag), ("x", "y"));
             }
             _ => panic!("expected an update"),

@@ -78,7 +78,9 @@ fn template_names(pod: &model::Pod) -> Vec<String> {
 }
 
 fn owner_pod_uids(claim: &model::ResourceClaim) -> Vec<String> {
-    resource_claim::claim_owner_pod_uids(claim).map(str::to_string).collect()
+    resource_claim::claim_owner_pod_uids(claim)
+        .map(str::to_string)
+        .collect()
 }
 
 pub struct Context {

@@ -17,9 +17,9 @@ use crate::context::Context;
 use crate::decider::{ClaimDecider, PvcDecider, Slot};
 use crate::journal::Journal;
 use crate::observe::{Observer, ReconcileResult};
-use crate::reconcile::Outcome;
 use crate::projection::{self, CachedPod};
 use crate::pvc_protection::PvcProtection;
+use crate::reconcile::Outcome;
 use crate::resource_claim::{ClaimControllerKey, ResourceClaimController};
 
 /// How the host runs.
@@ -70,9 +70,16 @@ pub struct Host {
 impl Host {
     /// Starts the reflectors and the workers. Reconciles begin once the caches synced.
     pub fn start(client: Client, config: HostConfig) -> Self {
-        let ctx = Arc::new(Context::new(client.clone(), config.journal, config.observer.clone()));
+        let ctx = Arc::new(Context::new(
+            client.clone(),
+            config.journal,
+            config.observer.clone(),
+        ));
         let pvc_protection = Arc::new(PvcProtection::new(ctx.clone(), config.pvc_decider));
-        let resource_claim = Arc::new(ResourceClaimController::new(ctx.clone(), config.claim_decider));
+        let resource_claim = Arc::new(ResourceClaimController::new(
+            ctx.clone(),
+            config.claim_decider,
+        ));
         let queue_config = |name: &str| QueueConfig {
             name: name.into(),
             ..config.queue.clone()
@@ -89,15 +96,24 @@ impl Host {
 
         let mut reflectors = Vec::new();
         {
-            let (pvcq, claimq, rc, act) = (pvc_queue.clone(), claim_queue.clone(), resource_claim.clone(), activity.clone());
+            let (pvcq, claimq, rc, act) = (
+                pvc_queue.clone(),
+                claim_queue.clone(),
+                resource_claim.clone(),
+                activity.clone(),
+            );
             reflectors.push(tokio::spawn(reflect(
                 Api::<Pod>::all(client.clone()),
                 ctx.caches.pods.clone(),
                 CachedPod::from_pod,
                 move |change| {
                     act.touch();
-                    PvcProtection::keys_for_pod(&change).into_iter().for_each(|k| pvcq.add(k));
-                    rc.keys_for_pod(&change).into_iter().for_each(|k| claimq.add(k));
+                    PvcProtection::keys_for_pod(&change)
+                        .into_iter()
+                        .for_each(|k| pvcq.add(k));
+                    rc.keys_for_pod(&change)
+                        .into_iter()
+                        .for_each(|k| claimq.add(k));
                 },
             )));
         }
@@ -109,31 +125,45 @@ impl Host {
                 projection::pvc,
                 move |change| {
                     act.touch();
-                    PvcProtection::keys_for_pvc(&change).into_iter().for_each(|k| pvcq.add(k));
+                    PvcProtection::keys_for_pvc(&change)
+                        .into_iter()
+                        .for_each(|k| pvcq.add(k));
                 },
             )));
         }
         {
-            let (claimq, rc, act) = (claim_queue.clone(), resource_claim.clone(), activity.clone());
+            let (claimq, rc, act) = (
+                claim_queue.clone(),
+                resource_claim.clone(),
+                activity.clone(),
+            );
             reflectors.push(tokio::spawn(reflect(
                 Api::<ResourceClaim>::all(client.clone()),
                 ctx.caches.claims.clone(),
                 projection::claim,
                 move |change| {
                     act.touch();
-                    rc.keys_for_claim(&change).into_iter().for_each(|k| claimq.add(k));
+                    rc.keys_for_claim(&change)
+                        .into_iter()
+                        .for_each(|k| claimq.add(k));
                 },
             )));
         }
         {
-            let (claimq, rc, act) = (claim_queue.clone(), resource_claim.clone(), activity.clone());
+            let (claimq, rc, act) = (
+                claim_queue.clone(),
+                resource_claim.clone(),
+                activity.clone(),
+            );
             reflectors.push(tokio::spawn(reflect(
                 Api::<ResourceClaimTemplate>::all(client.clone()),
                 ctx.caches.templates.clone(),
                 projection::template,
                 move |change| {
                     act.touch();
-                    rc.keys_for_template(&change).into_iter().for_each(|k| claimq.add(k));
+                    rc.keys_for_template(&change)
+                        .into_iter()
+                        .for_each(|k| claimq.add(k));
                 },
             )));
         }
@@ -141,8 +171,13 @@ impl Host {
         let stopping = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::new();
         for _ in 0..config.workers.max(1) {
-            let (q, c, ctx2, act, stop) =
-                (pvc_queue.clone(), pvc_protection.clone(), ctx.clone(), activity.clone(), stopping.clone());
+            let (q, c, ctx2, act, stop) = (
+                pvc_queue.clone(),
+                pvc_protection.clone(),
+                ctx.clone(),
+                activity.clone(),
+                stopping.clone(),
+            );
             workers.push(tokio::spawn(async move {
                 ctx2.caches.pvcs.wait_synced().await;
                 ctx2.caches.pods.wait_synced().await;
@@ -152,13 +187,22 @@ impl Host {
                     }
                     let started = Instant::now();
                     let outcome = c.reconcile(&key, started).await;
-                    ctx2.observer.reconciled(crate::pvc_protection::NAME, result_of(outcome), started.elapsed());
+                    ctx2.observer.reconciled(
+                        crate::pvc_protection::NAME,
+                        result_of(outcome),
+                        started.elapsed(),
+                    );
                     q.finish(&key, outcome);
                     act.touch();
                 }
             }));
-            let (q, c, ctx2, act, stop) =
-                (claim_queue.clone(), resource_claim.clone(), ctx.clone(), activity.clone(), stopping.clone());
+            let (q, c, ctx2, act, stop) = (
+                claim_queue.clone(),
+                resource_claim.clone(),
+                ctx.clone(),
+                activity.clone(),
+                stopping.clone(),
+            );
             workers.push(tokio::spawn(async move {
                 ctx2.caches.pods.wait_synced().await;
                 ctx2.caches.claims.wait_synced().await;
@@ -169,7 +213,11 @@ impl Host {
                     }
                     let started = Instant::now();
                     let outcome = c.reconcile(&key).await;
-                    ctx2.observer.reconciled(crate::resource_claim::NAME, result_of(outcome), started.elapsed());
+                    ctx2.observer.reconciled(
+                        crate::resource_claim::NAME,
+                        result_of(outcome),
+                        started.elapsed(),
+                    );
                     q.finish(&key, outcome);
                     act.touch();
                 }
@@ -223,12 +271,24 @@ impl Host {
             }
             if Instant::now() >= deadline {
                 let mut keys: BTreeSet<String> = BTreeSet::new();
-                keys.extend(self.pvc_queue.pending_keys().iter().map(|k| format!("pvc-protection {k}")));
-                keys.extend(self.claim_queue.pending_keys().iter().map(|k| format!("resource-claim {k}")));
+                keys.extend(
+                    self.pvc_queue
+                        .pending_keys()
+                        .iter()
+                        .map(|k| format!("pvc-protection {k}")),
+                );
+                keys.extend(
+                    self.claim_queue
+                        .pending_keys()
+                        .iter()
+                        .map(|k| format!("resource-claim {k}")),
+                );
                 if !self.caches_synced() {
                     keys.insert("(caches not synced)".into());
                 }
-                return Err(NotConverged { keys: keys.into_iter().collect() });
+                return Err(NotConverged {
+                    keys: keys.into_iter().collect(),
+                });
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -243,7 +303,10 @@ impl Host {
         self.claim_queue.shutdown();
         let workers = futures::future::join_all(self.workers);
         if tokio::time::timeout(grace, workers).await.is_err() {
-            tracing::warn!(?grace, "reconciles still running at shutdown were abandoned");
+            tracing::warn!(
+                ?grace,
+                "reconciles still running at shutdown were abandoned"
+            );
         }
         for r in self.reflectors {
             r.abort();

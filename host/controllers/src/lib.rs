@@ -4,11 +4,11 @@
 pub mod cache;
 pub mod context;
 pub mod decider;
+pub mod host;
 pub mod journal;
 pub mod observe;
 pub mod projection;
 pub mod pvc_protection;
 pub mod reconcile;
-pub mod writes;
-pub mod host;
 pub mod resource_claim;
+pub mod writes;

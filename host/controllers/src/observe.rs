@@ -37,7 +37,14 @@ pub enum DecisionFailure {
 
 pub trait Observer: Send + Sync {
     fn reconciled(&self, _controller: &str, _result: ReconcileResult, _took: Duration) {}
-    fn decided(&self, _controller: &str, _guest: &GuestInfo, _took: Duration, _failure: Option<DecisionFailure>) {}
+    fn decided(
+        &self,
+        _controller: &str,
+        _guest: &GuestInfo,
+        _took: Duration,
+        _failure: Option<DecisionFailure>,
+    ) {
+    }
     /// Metrics hooks for the work queue named `queue`.
     fn queue_metrics(&self, _queue: &str) -> Arc<dyn QueueMetrics> {
         Arc::new(NoMetrics)

@@ -57,7 +57,10 @@ impl PvcProtection {
     pub fn keys_for_pod(change: &Change<CachedPod>) -> Vec<ObjectKey> {
         let event = match change {
             Change::Applied { old: None, new } => PodEvent::Added(new.view()),
-            Change::Applied { old: Some(old), new } => PodEvent::Updated {
+            Change::Applied {
+                old: Some(old),
+                new,
+            } => PodEvent::Updated {
                 old: old.view(),
                 new: new.view(),
             },
@@ -145,7 +148,15 @@ impl PvcProtection {
         key: &str,
         input: &PvcInput,
     ) -> Result<PvcDecision, ReconcileError> {
-        decide(&self.ctx, NAME, key, &decider.info(), input, summarize, |i| decider.decide(key, i))
+        decide(
+            &self.ctx,
+            NAME,
+            key,
+            &decider.info(),
+            input,
+            summarize,
+            |i| decider.decide(key, i),
+        )
     }
 
     /// A Warning event on the PVC when a reconcile failed.
@@ -176,7 +187,10 @@ fn summarize(input: &PvcInput) -> serde_json::Value {
 
 /// Checks the guest's actions against the key's PVC and returns the finalizer
 /// list to write, if any. A guest may only touch this PVC's protection finalizer.
-fn validate(pvc: &model::Pvc, actions: &[PvcAction]) -> Result<Option<Vec<String>>, ReconcileError> {
+fn validate(
+    pvc: &model::Pvc,
+    actions: &[PvcAction],
+) -> Result<Option<Vec<String>>, ReconcileError> {
     let [action] = actions else {
         return if actions.is_empty() {
             Ok(None)
@@ -279,7 +293,9 @@ impl LivePodLists {
         });
         let pods: LiveList = Arc::new(
             result
-                .map_err(|e| ReconcileError::Transient(format!("live list of pods in {namespace}: {e}")))?
+                .map_err(|e| {
+                    ReconcileError::Transient(format!("live list of pods in {namespace}: {e}"))
+                })?
                 .items
                 .iter()
                 .map(|p| rekon_contract::project::project_pod(p))
@@ -332,7 +348,12 @@ mod tests {
 
     #[test]
     fn pvc_events_enqueue_only_when_there_is_work() {
-        let key = |p: Pvc| PvcProtection::keys_for_pvc(&Change::Applied { old: None, new: Arc::new(p) });
+        let key = |p: Pvc| {
+            PvcProtection::keys_for_pvc(&Change::Applied {
+                old: None,
+                new: Arc::new(p),
+            })
+        };
         assert_eq!(key(pvc(false, &[])).len(), 1, "missing finalizer");
         assert_eq!(key(pvc(true, &[FINALIZER])).len(), 1, "deletion candidate");
         assert!(key(pvc(false, &[FINALIZER])).is_empty(), "nothing to do");
@@ -344,10 +365,22 @@ mod tests {
     fn running_scheduled_pods_are_ignored_but_terminated_unscheduled_and_deleted_enqueue() {
         let applied = |p| PvcProtection::keys_for_pod(&Change::Applied { old: None, new: p });
         assert!(applied(cached("a", "1", "node", PodPhase::Running, true)).is_empty());
-        assert_eq!(applied(cached("a", "1", "", PodPhase::Pending, false)).len(), 1);
-        assert_eq!(applied(cached("a", "1", "node", PodPhase::Succeeded, false)).len(), 1);
         assert_eq!(
-            PvcProtection::keys_for_pod(&Change::Deleted(cached("a", "1", "node", PodPhase::Running, true))),
+            applied(cached("a", "1", "", PodPhase::Pending, false)).len(),
+            1
+        );
+        assert_eq!(
+            applied(cached("a", "1", "node", PodPhase::Succeeded, false)).len(),
+            1
+        );
+        assert_eq!(
+            PvcProtection::keys_for_pod(&Change::Deleted(cached(
+                "a",
+                "1",
+                "node",
+                PodPhase::Running,
+                true
+            ))),
             vec![ObjectKey::new("ns", "data")]
         );
     }
@@ -366,8 +399,12 @@ mod tests {
     fn uid_change_on_update_treats_the_old_pod_as_deleted() {
         let old = cached("a", "old-uid", "node", PodPhase::Running, true);
         let mut new = cached("a", "new-uid", "node", PodPhase::Running, true);
-        Arc::make_mut(&mut new).pod.volumes[0].source = VolumeSource::PersistentVolumeClaim("other".into());
-        let keys = PvcProtection::keys_for_pod(&Change::Applied { old: Some(old), new });
+        Arc::make_mut(&mut new).pod.volumes[0].source =
+            VolumeSource::PersistentVolumeClaim("other".into());
+        let keys = PvcProtection::keys_for_pod(&Change::Applied {
+            old: Some(old),
+            new,
+        });
         assert_eq!(keys, vec![ObjectKey::new("ns", "data")]);
     }
 
@@ -375,7 +412,10 @@ mod tests {
     fn validation_accepts_only_this_pvcs_finalizer_at_its_version() {
         let p = pvc(true, &["other", FINALIZER]);
         let remove = PvcAction::RemoveFinalizer(p.meta.target());
-        assert_eq!(validate(&p, &[remove]).unwrap(), Some(vec!["other".to_string()]));
+        assert_eq!(
+            validate(&p, &[remove]).unwrap(),
+            Some(vec!["other".to_string()])
+        );
 
         let mut stale = p.meta.target();
         stale.resource_version = "4".into();
@@ -385,7 +425,10 @@ mod tests {
         elsewhere.uid = "someone-else".into();
         assert!(validate(&p, &[PvcAction::RemoveFinalizer(elsewhere)]).is_err());
 
-        assert!(validate(&p, &[PvcAction::AddFinalizer(p.meta.target())]).is_err(), "deleting");
+        assert!(
+            validate(&p, &[PvcAction::AddFinalizer(p.meta.target())]).is_err(),
+            "deleting"
+        );
         let two = vec![PvcAction::RemoveFinalizer(p.meta.target()); 2];
         assert!(validate(&p, &two).is_err());
         assert_eq!(validate(&p, &[]).unwrap(), None);

@@ -64,8 +64,16 @@ where
     let started = Instant::now();
     let result = call(input.clone());
     let failure = result.as_ref().err().map(|e| e.failure);
-    ctx.observer.decided(controller, guest, started.elapsed(), failure);
-    record_decision(&ctx.journal, controller, key, guest, summary(input), &result);
+    ctx.observer
+        .decided(controller, guest, started.elapsed(), failure);
+    record_decision(
+        &ctx.journal,
+        controller,
+        key,
+        guest,
+        summary(input),
+        &result,
+    );
     result.map_err(|e| ReconcileError::Guest(e.to_string()))
 }
 

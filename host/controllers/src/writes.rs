@@ -100,7 +100,11 @@ impl Writer {
         });
     }
 
-    fn finish<T>(&self, call: WriteCall<'_>, result: Result<T, kube::Error>) -> Result<T, WriteError> {
+    fn finish<T>(
+        &self,
+        call: WriteCall<'_>,
+        result: Result<T, kube::Error>,
+    ) -> Result<T, WriteError> {
         let object = format!("{} {}/{}", call.resource, call.namespace, call.name);
         match result {
             Ok(value) => {
@@ -168,7 +172,8 @@ impl Writer {
             + Debug,
     {
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
-        let patch = json!({ "metadata": { "resourceVersion": resource_version }, "status": status });
+        let patch =
+            json!({ "metadata": { "resourceVersion": resource_version }, "status": status });
         let result = api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await;

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 const N: usize = 300;
 
 fn state() -> Vec<Value> {
-    let mut objects = vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})];
+    let mut objects =
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})];
     objects.push(json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
         "metadata": {"namespace": "bench", "name": "gpu"},
@@ -46,30 +47,59 @@ fn state() -> Vec<Value> {
 fn wasm() -> Deciders {
     let dir = rekon_runtime::testing::guest_dir();
     let engine = Engine::new(EngineConfig::default()).expect("engine");
-    let pvc = engine.loader().world(World::PvcProtection).file(dir.join("rekon_guest_pvc_protection.wasm")).expect("run `make guests`");
-    let claim = engine.loader().world(World::ResourceClaim).file(dir.join("rekon_guest_resource_claim.wasm")).expect("run `make guests`");
+    let pvc = engine
+        .loader()
+        .world(World::PvcProtection)
+        .file(dir.join("rekon_guest_pvc_protection.wasm"))
+        .expect("run `make guests`");
+    let claim = engine
+        .loader()
+        .world(World::ResourceClaim)
+        .file(dir.join("rekon_guest_resource_claim.wasm"))
+        .expect("run `make guests`");
     let pvc: Arc<dyn PvcDecider> = Arc::new(pvc);
     let claim: Arc<dyn ClaimDecider> = Arc::new(claim);
-    Deciders { pvc: Arc::new(Slot::new(pvc)), claim: Arc::new(Slot::new(claim)) }
+    Deciders {
+        pvc: Arc::new(Slot::new(pvc)),
+        claim: Arc::new(Slot::new(claim)),
+    }
 }
 
 fn native() -> Deciders {
     let pvc: Arc<dyn PvcDecider> = Arc::new(Native);
     let claim: Arc<dyn ClaimDecider> = Arc::new(Native);
-    Deciders { pvc: Arc::new(Slot::new(pvc)), claim: Arc::new(Slot::new(claim)) }
+    Deciders {
+        pvc: Arc::new(Slot::new(pvc)),
+        claim: Arc::new(Slot::new(claim)),
+    }
 }
 
 /// Decisions per second until idle (the quiet period is subtracted).
 async fn run(deciders: Deciders) -> (usize, f64) {
     let journal = Arc::new(Journal::new());
-    let settle = Settle { quiet: Duration::from_millis(200), requeue_bound: Duration::from_secs(1), timeout: Duration::from_secs(120) };
+    let settle = Settle {
+        quiet: Duration::from_millis(200),
+        requeue_bound: Duration::from_secs(1),
+        timeout: Duration::from_secs(120),
+    };
     let started = Instant::now();
-    let report = simulate(state(), vec![], ClusterOptions::default(), settle.clone(), deciders, journal.clone())
-        .await
-        .expect("simulation");
+    let report = simulate(
+        state(),
+        vec![],
+        ClusterOptions::default(),
+        settle.clone(),
+        deciders,
+        journal.clone(),
+    )
+    .await
+    .expect("simulation");
     report.converged.expect("converged");
     let took = started.elapsed().saturating_sub(settle.quiet).as_secs_f64();
-    let decisions = journal.entries().iter().filter(|e| matches!(e, Entry::Decision { .. })).count();
+    let decisions = journal
+        .entries()
+        .iter()
+        .filter(|e| matches!(e, Entry::Decision { .. }))
+        .count();
     (decisions, decisions as f64 / took)
 }
 
@@ -90,7 +120,9 @@ async fn main() {
     };
     let (nd, n) = median(&mut native_rates);
     let (wd, w) = median(&mut wasm_rates);
-    println!("end-to-end reconcile throughput, {N} deleting PVCs + {N} pods with a template claim (median of 3)");
+    println!(
+        "end-to-end reconcile throughput, {N} deleting PVCs + {N} pods with a template claim (median of 3)"
+    );
     println!("| host | decisions | decisions/s |");
     println!("|---|---|---|");
     println!("| native-linked logic | {nd} | {n:.0} |");

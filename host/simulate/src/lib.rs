@@ -28,7 +28,11 @@ pub enum SimulateError {
     #[error("state: {0}")]
     State(String),
     #[error("step {index} ({step}): {message}")]
-    Step { index: usize, step: String, message: String },
+    Step {
+        index: usize,
+        step: String,
+        message: String,
+    },
 }
 
 /// The cluster the simulation runs in.
@@ -100,7 +104,10 @@ impl EmbeddedCluster {
     }
 
     /// Like [`Self::start`], listening on `addr`.
-    pub async fn start_at(options: &ClusterOptions, addr: std::net::SocketAddr) -> Result<Self, SimulateError> {
+    pub async fn start_at(
+        options: &ClusterOptions,
+        addr: std::net::SocketAddr,
+    ) -> Result<Self, SimulateError> {
         let mut config = ServerConfig::new()
             .seed(options.seed)
             .garbage_collector(options.garbage_collector)
@@ -130,7 +137,8 @@ impl EmbeddedCluster {
 
 /// A kube client for a kubeconfig given as YAML text.
 pub async fn client_for(kubeconfig_yaml: &str) -> Result<Client, SimulateError> {
-    let kubeconfig = Kubeconfig::from_yaml(kubeconfig_yaml).map_err(|e| SimulateError::Client(e.to_string()))?;
+    let kubeconfig =
+        Kubeconfig::from_yaml(kubeconfig_yaml).map_err(|e| SimulateError::Client(e.to_string()))?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| SimulateError::Client(e.to_string()))?;
@@ -164,8 +172,13 @@ pub async fn simulate(
         .store()
         .load_objects(state)
         .map_err(|e| SimulateError::State(e.to_string()))?;
-    let host = Host::start(cluster.client.clone(), host_config(&deciders, journal.clone()));
-    let mut converged = host.wait_idle(settle.quiet, settle.requeue_bound, settle.timeout).await;
+    let host = Host::start(
+        cluster.client.clone(),
+        host_config(&deciders, journal.clone()),
+    );
+    let mut converged = host
+        .wait_idle(settle.quiet, settle.requeue_bound, settle.timeout)
+        .await;
     for (index, step) in steps.iter().enumerate() {
         if converged.is_err() {
             break;
@@ -178,7 +191,9 @@ pub async fn simulate(
                 message,
             })?;
         host.touch();
-        converged = host.wait_idle(settle.quiet, settle.requeue_bound, settle.timeout).await;
+        converged = host
+            .wait_idle(settle.quiet, settle.requeue_bound, settle.timeout)
+            .await;
     }
     host.shutdown(Duration::from_secs(5)).await;
     let objects = cluster.objects();

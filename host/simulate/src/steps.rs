@@ -68,12 +68,18 @@ pub fn parse_steps(text: &str) -> Result<Vec<Step>, String> {
 }
 
 fn object_ref(obj: &Value) -> Result<ObjectRef, String> {
-    let field = |pointer: &str| obj.pointer(pointer).and_then(Value::as_str).map(str::to_string);
+    let field = |pointer: &str| {
+        obj.pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     Ok(ObjectRef {
         api_version: field("/apiVersion").ok_or("object has no apiVersion")?,
         kind: field("/kind").ok_or("object has no kind")?,
         namespace: field("/metadata/namespace"),
-        name: field("/metadata/name").or_else(|| field("/metadata/generateName")).ok_or("object has no name")?,
+        name: field("/metadata/name")
+            .or_else(|| field("/metadata/generateName"))
+            .ok_or("object has no name")?,
     })
 }
 
@@ -87,8 +93,12 @@ async fn api_for(client: &Client, object: &ObjectRef) -> Result<Api<DynamicObjec
         .await
         .map_err(|e| format!("unknown kind {} {}: {e}", object.api_version, object.kind))?;
     Ok(match (&caps.scope, &object.namespace) {
-        (kube::discovery::Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
-        (kube::discovery::Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &resource),
+        (kube::discovery::Scope::Namespaced, Some(ns)) => {
+            Api::namespaced_with(client.clone(), ns, &resource)
+        }
+        (kube::discovery::Scope::Namespaced, None) => {
+            Api::default_namespaced_with(client.clone(), &resource)
+        }
         (kube::discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
     })
 }
@@ -97,14 +107,23 @@ impl Step {
     pub fn describe(&self) -> String {
         let (verb, r) = match self {
             Step::Create(v) | Step::Update(v) => (
-                if matches!(self, Step::Create(_)) { "create" } else { "update" },
+                if matches!(self, Step::Create(_)) {
+                    "create"
+                } else {
+                    "update"
+                },
                 object_ref(v).ok(),
             ),
             Step::Delete(d) => ("delete", Some(d.object.clone())),
             Step::Patch(p) => ("patch", Some(p.object.clone())),
         };
         match r {
-            Some(r) => format!("{verb} {} {}/{}", r.kind, r.namespace.unwrap_or_default(), r.name),
+            Some(r) => format!(
+                "{verb} {} {}/{}",
+                r.kind,
+                r.namespace.unwrap_or_default(),
+                r.name
+            ),
             None => verb.to_string(),
         }
     }
@@ -113,19 +132,25 @@ impl Step {
         match self {
             Step::Create(obj) => {
                 let api = api_for(client, &object_ref(obj)?).await?;
-                let obj: DynamicObject = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
-                api.create(&PostParams::default(), &obj).await.map_err(|e| e.to_string())?;
+                let obj: DynamicObject =
+                    serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+                api.create(&PostParams::default(), &obj)
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             Step::Update(obj) => {
                 let r = object_ref(obj)?;
                 let api = api_for(client, &r).await?;
-                let mut obj: DynamicObject = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+                let mut obj: DynamicObject =
+                    serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
                 if obj.metadata.resource_version.is_none() {
                     // A script states the desired object; take the live version for it.
                     let live = api.get(&r.name).await.map_err(|e| e.to_string())?;
                     obj.metadata.resource_version = live.metadata.resource_version;
                 }
-                api.replace(&r.name, &PostParams::default(), &obj).await.map_err(|e| e.to_string())?;
+                api.replace(&r.name, &PostParams::default(), &obj)
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             Step::Delete(d) => {
                 let api = api_for(client, &d.object).await?;
@@ -133,14 +158,18 @@ impl Step {
                     grace_period_seconds: d.grace_period_seconds,
                     ..DeleteParams::default()
                 };
-                api.delete(&d.object.name, &params).await.map_err(|e| e.to_string())?;
+                api.delete(&d.object.name, &params)
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             Step::Patch(p) => {
                 let api = api_for(client, &p.object).await?;
                 let params = PatchParams::default();
                 let patch = match p.patch_type {
                     PatchType::Merge => Patch::Merge(p.patch.clone()),
-                    PatchType::Json => Patch::Json(serde_json::from_value(p.patch.clone()).map_err(|e| e.to_string())?),
+                    PatchType::Json => Patch::Json(
+                        serde_json::from_value(p.patch.clone()).map_err(|e| e.to_string())?,
+                    ),
                 };
                 let result = if p.status {
                     api.patch_status(&p.object.name, &params, &patch).await
@@ -169,7 +198,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(steps.len(), 3);
-        assert!(matches!(&steps[1], Step::Delete(d) if d.grace_period_seconds == Some(0) && d.object.name == "a"));
+        assert!(
+            matches!(&steps[1], Step::Delete(d) if d.grace_period_seconds == Some(0) && d.object.name == "a")
+        );
         assert!(matches!(&steps[2], Step::Patch(p) if p.patch_type == PatchType::Merge));
         assert_eq!(steps[0].describe(), "create Pod ns/a");
     }

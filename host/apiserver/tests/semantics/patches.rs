@@ -260,7 +260,8 @@ async fn row13_strategic_merge_patch() {
         .collect();
     assert_eq!(uids, vec!["2", "1"]);
 
-    // Pod status conditions merge by type.
+    // Pod status conditions merge by type; the new condition goes first, as it has no
+    // preceding patch entry (upstream `mergeSortedSlice`).
     t.post(PODS, pod("p", Some("n1"))).await;
     let pods: Api<Pod> = Api::namespaced(t.client.clone(), "default");
     let patch = |condition: &str| json!({"status": {"conditions": [{"type": condition, "status": "True"}]}});
@@ -287,7 +288,7 @@ async fn row13_strategic_merge_patch() {
         .into_iter()
         .map(|c| c.type_)
         .collect();
-    assert_eq!(types, vec!["Ready", "Scheduled"]);
+    assert_eq!(types, vec!["Scheduled", "Ready"]);
 
     // kube-lease-manager's release: nulls remove lease spec fields.
     let leases: Api<Lease> = Api::namespaced(t.client.clone(), "default");

@@ -55,26 +55,35 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("state file {}: {e}", args.state.display()))?;
     let steps = match &args.script {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading script {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading script {}", path.display()))?;
             parse_steps(&text).map_err(|e| anyhow::anyhow!("script {}: {e}", path.display()))?
         }
         None => Vec::new(),
     };
     let faults = match &args.faults {
-        Some(path) => Some(FaultConfig::from_file(path).map_err(|e| anyhow::anyhow!("faults file {}: {e}", path.display()))?),
+        Some(path) => Some(
+            FaultConfig::from_file(path)
+                .map_err(|e| anyhow::anyhow!("faults file {}: {e}", path.display()))?,
+        ),
         None => None,
     };
     let deciders = crate::guests::load_deciders(args.guests.as_deref()).await?;
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::with_sink(Box::new(
-            std::fs::File::create(path).with_context(|| format!("creating journal {}", path.display()))?,
+            std::fs::File::create(path)
+                .with_context(|| format!("creating journal {}", path.display()))?,
         )),
         None => Journal::new(),
     });
     let options = ClusterOptions {
         seed: args.seed,
         garbage_collector: !args.no_gc,
-        kubelet: if args.no_kubelet { KubeletMode::Off } else { KubeletMode::Instant },
+        kubelet: if args.no_kubelet {
+            KubeletMode::Off
+        } else {
+            KubeletMode::Instant
+        },
         pvc_protection_admission: !args.no_pvc_protection_admission,
         faults,
     };
@@ -90,7 +99,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         yaml.push_str(&serde_yaml::to_string(obj)?);
     }
     match &args.output {
-        Some(path) => std::fs::write(path, yaml).with_context(|| format!("writing {}", path.display()))?,
+        Some(path) => {
+            std::fs::write(path, yaml).with_context(|| format!("writing {}", path.display()))?
+        }
         None => print!("{yaml}"),
     }
     match report.converged {

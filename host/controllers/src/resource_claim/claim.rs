@@ -8,7 +8,7 @@ use kube::Api;
 use rekon_guest::model::{self, ClaimAction, ClaimDecision, ClaimInput, PodLookup, Reservation};
 use serde_json::{Value, json};
 
-use super::{DELETE_PROTECTION_FINALIZER, NAME, ResourceClaimController};
+use super::{DELETE_PROTECTION_FINALIZER, NAME, ResourceClaimController, consumer_json};
 use crate::cache::ObjectKey;
 use crate::journal::{Entry, Preconditions};
 use crate::reconcile::{Outcome, ReconcileError, decide};
@@ -55,7 +55,13 @@ impl ResourceClaimController {
                         status["allocation"] = Value::Null;
                     }
                     let stored: ResourceClaim = writer
-                        .patch_status(&key_text, &key.namespace, &key.name, &current.meta.resource_version, status)
+                        .patch_status(
+                            &key_text,
+                            &key.namespace,
+                            &key.name,
+                            &current.meta.resource_version,
+                            status,
+                        )
                         .await?;
                     current = crate::projection::claim(&stored);
                 }
@@ -68,7 +74,13 @@ impl ResourceClaimController {
                         .cloned()
                         .collect();
                     let stored: ResourceClaim = writer
-                        .set_finalizers(&key_text, &key.namespace, &key.name, &current.meta.resource_version, &finalizers)
+                        .set_finalizers(
+                            &key_text,
+                            &key.namespace,
+                            &key.name,
+                            &current.meta.resource_version,
+                            &finalizers,
+                        )
                         .await?;
                     current = crate::projection::claim(&stored);
                 }
@@ -100,7 +112,15 @@ impl ResourceClaimController {
         key: &str,
         input: &ClaimInput,
     ) -> Result<ClaimDecision, ReconcileError> {
-        decide(&self.ctx, NAME, key, &decider.info(), input, summarize, |i| decider.decide_claim(key, i))
+        decide(
+            &self.ctx,
+            NAME,
+            key,
+            &decider.info(),
+            input,
+            summarize,
+            |i| decider.decide_claim(key, i),
+        )
     }
 
     /// What the host knows of every pod in `reservedFor`, and of the owner pod.
@@ -160,7 +180,10 @@ impl ResourceClaimController {
                 subresource: None,
                 namespace: ns.clone(),
                 name: name.clone(),
-                preconditions: Preconditions { uid: None, resource_version: None },
+                preconditions: Preconditions {
+                    uid: None,
+                    resource_version: None,
+                },
                 code: match &result {
                     Ok(Some(_)) => 200,
                     Ok(None) => 404,
@@ -168,7 +191,9 @@ impl ResourceClaimController {
                     Err(_) => 0,
                 },
             });
-            let pod = result.map_err(|e| ReconcileError::Transient(format!("live GET of pod {ns}/{name}: {e}")))?;
+            let pod = result.map_err(|e| {
+                ReconcileError::Transient(format!("live GET of pod {ns}/{name}: {e}"))
+            })?;
             // Every entry naming this pod gets the same answer.
             let lookup = match pod {
                 Some(p) => PodLookup::Live(rekon_contract::project::project_pod(&p)),
@@ -180,14 +205,6 @@ impl ResourceClaimController {
         }
         Ok(())
     }
-}
-
-fn consumer_json(c: &model::ConsumerReference) -> Value {
-    let mut v = json!({ "resource": c.resource, "name": c.name, "uid": c.uid });
-    if !c.api_group.is_empty() {
-        v["apiGroup"] = json!(c.api_group);
-    }
-    v
 }
 
 fn summarize(input: &ClaimInput) -> Value {
@@ -233,30 +250,49 @@ fn validate_claim_action(
     match action {
         ClaimAction::UpdateStatus(update) => {
             let mut remaining = current.reserved_for.iter();
-            if !update.reserved_for.iter().all(|c| remaining.any(|r| r == c)) {
-                return Err(rejected("reservedFor may only lose entries, in order".into()));
+            if !update
+                .reserved_for
+                .iter()
+                .all(|c| remaining.any(|r| r == c))
+            {
+                return Err(rejected(
+                    "reservedFor may only lose entries, in order".into(),
+                ));
             }
             if update.clear_allocation && !update.reserved_for.is_empty() {
-                return Err(rejected("the allocation of a reserved claim cannot be cleared".into()));
+                return Err(rejected(
+                    "the allocation of a reserved claim cannot be cleared".into(),
+                ));
             }
             Ok(())
         }
         ClaimAction::RemoveFinalizer(removal) => {
             if removal.finalizer != DELETE_PROTECTION_FINALIZER {
-                return Err(rejected(format!("a claim decision may only remove {DELETE_PROTECTION_FINALIZER}")));
+                return Err(rejected(format!(
+                    "a claim decision may only remove {DELETE_PROTECTION_FINALIZER}"
+                )));
             }
             if current.allocated || !current.reserved_for.is_empty() {
-                return Err(rejected("the builtin finalizer stays while the claim is allocated or reserved".into()));
+                return Err(rejected(
+                    "the builtin finalizer stays while the claim is allocated or reserved".into(),
+                ));
             }
             Ok(())
         }
         ClaimAction::Delete(_) => {
             if !current.reserved_for.is_empty() {
-                return Err(rejected("a claim reserved for a pod is never deleted".into()));
+                return Err(rejected(
+                    "a claim reserved for a pod is never deleted".into(),
+                ));
             }
-            let controlled_by_pod = current.meta.controller().is_some_and(|o| o.is_pod_controller());
+            let controlled_by_pod = current
+                .meta
+                .controller()
+                .is_some_and(|o| o.is_pod_controller());
             if !controlled_by_pod {
-                return Err(rejected("only claims controlled by a pod are deleted".into()));
+                return Err(rejected(
+                    "only claims controlled by a pod are deleted".into(),
+                ));
             }
             Ok(())
         }

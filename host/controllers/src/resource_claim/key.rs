@@ -13,7 +13,9 @@ pub enum ClaimControllerKey {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum KeyError {
-    #[error("work-queue key {0:?} has no kind prefix (expected pod:<ns>/<name> or claim:<ns>/<name>)")]
+    #[error(
+        "work-queue key {0:?} has no kind prefix (expected pod:<ns>/<name> or claim:<ns>/<name>)"
+    )]
     MissingPrefix(String),
     #[error("work-queue key {0:?} has an unknown kind prefix (expected pod: or claim:)")]
     UnknownPrefix(String),
@@ -26,7 +28,8 @@ impl ClaimControllerKey {
         let (kind, rest) = text
             .split_once(':')
             .ok_or_else(|| KeyError::MissingPrefix(text.to_string()))?;
-        let object = ObjectKey::parse(rest).ok_or_else(|| KeyError::BadObjectKey(text.to_string()))?;
+        let object =
+            ObjectKey::parse(rest).ok_or_else(|| KeyError::BadObjectKey(text.to_string()))?;
         match kind {
             "pod" => Ok(Self::Pod(object)),
             "claim" => Ok(Self::Claim(object)),

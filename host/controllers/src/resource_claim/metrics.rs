@@ -23,6 +23,7 @@ impl ClaimMetrics {
 
     pub fn set_claims(&self, total: usize, allocated: usize) {
         self.claims_total.store(total as u64, Ordering::Relaxed);
-        self.claims_allocated.store(allocated as u64, Ordering::Relaxed);
+        self.claims_allocated
+            .store(allocated as u64, Ordering::Relaxed);
     }
 }

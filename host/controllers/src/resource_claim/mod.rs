@@ -90,9 +90,17 @@ impl ResourceClaimController {
 
     // ---- event handlers (§3.3, rules in rekon_machinery::enqueue) ----
 
-    fn lookup(&self, namespace: &str) -> impl FnMut(&str) -> Lookup<Arc<model::ResourceClaim>> + '_ {
+    fn lookup(
+        &self,
+        namespace: &str,
+    ) -> impl FnMut(&str) -> Lookup<Arc<model::ResourceClaim>> + '_ {
         let namespace = namespace.to_string();
-        move |name| match self.ctx.caches.claims.get(&ObjectKey::new(namespace.as_str(), name)) {
+        move |name| match self
+            .ctx
+            .caches
+            .claims
+            .get(&ObjectKey::new(namespace.as_str(), name))
+        {
             Some(claim) => Lookup::Found(claim),
             None => Lookup::NotFound,
         }
@@ -103,7 +111,9 @@ impl ResourceClaimController {
             self.deleted_pods.lock().unwrap().insert(uid);
         }
         let claims = work.claims.into_iter().map(ClaimControllerKey::Claim);
-        claims.chain(work.pods.into_iter().map(ClaimControllerKey::Pod)).collect()
+        claims
+            .chain(work.pods.into_iter().map(ClaimControllerKey::Pod))
+            .collect()
     }
 
     /// Keys a pod event enqueues: its claims when it no longer needs them, the pod
@@ -113,7 +123,11 @@ impl ResourceClaimController {
             Change::Applied { new, .. } => (&new.pod, false),
             Change::Deleted(old) => (&old.pod, true),
         };
-        self.keys(rules::work_for_pod_event(pod, deleted, self.lookup(&pod.meta.namespace)))
+        self.keys(rules::work_for_pod_event(
+            pod,
+            deleted,
+            self.lookup(&pod.meta.namespace),
+        ))
     }
 
     /// Keys a claim event enqueues: the claim itself on add/update (never on delete
@@ -143,7 +157,10 @@ impl ResourceClaimController {
     }
 
     /// A template add enqueues the pods that reference it (PR #135983).
-    pub fn keys_for_template(&self, change: &Change<model::ResourceClaimTemplate>) -> Vec<ClaimControllerKey> {
+    pub fn keys_for_template(
+        &self,
+        change: &Change<model::ResourceClaimTemplate>,
+    ) -> Vec<ClaimControllerKey> {
         let Change::Applied { old: None, new } = change else {
             return Vec::new();
         };
@@ -169,18 +186,27 @@ impl ResourceClaimController {
     /// Claims controlled by `pod_uid`: the informer's, each replaced by a newer
     /// just-written copy, plus just-created claims the informer has not shown yet.
     fn owned_claims(&self, pod_uid: &str) -> Vec<model::ResourceClaim> {
-        let backing = self.ctx.caches.claims.by_index(CLAIMS_BY_OWNER_UID, pod_uid);
-        let backing: Vec<model::ResourceClaim> = backing.iter().map(|c| c.as_ref().clone()).collect();
+        let backing = self
+            .ctx
+            .caches
+            .claims
+            .by_index(CLAIMS_BY_OWNER_UID, pod_uid);
+        let backing: Vec<model::ResourceClaim> =
+            backing.iter().map(|c| c.as_ref().clone()).collect();
         self.created_claims
             .lock()
             .unwrap()
             .by_index(backing, |c: &model::ResourceClaim| {
-                c.meta.owner_references.iter().any(|o| o.is_pod_controller() && o.uid == pod_uid)
+                c.meta
+                    .owner_references
+                    .iter()
+                    .any(|o| o.is_pod_controller() && o.uid == pod_uid)
             })
     }
 
     fn remember_created(&self, pod_key: &str, claim: model::ResourceClaim) {
-        self.expectations.expect_creations(pod_key, [claim.meta.uid.clone()]);
+        self.expectations
+            .expect_creations(pod_key, [claim.meta.uid.clone()]);
         self.created_claims.lock().unwrap().mutation(claim);
     }
 
@@ -188,7 +214,8 @@ impl ResourceClaimController {
     fn observe_claim(&self, claim: &model::ResourceClaim) {
         if let Some(owner) = claim.meta.controller().filter(|o| o.is_pod_controller()) {
             let pod_key = format!("pod:{}/{}", claim.meta.namespace, owner.name);
-            self.expectations.observe_creations(&pod_key, [claim.meta.uid.clone()]);
+            self.expectations
+                .observe_creations(&pod_key, [claim.meta.uid.clone()]);
         }
     }
 
@@ -215,6 +242,15 @@ impl ResourceClaimController {
             .any(|uid| !visible.iter().any(|c| &c.meta.uid == uid));
         unseen.then_some(Outcome::RetryAfter(CREATION_WAIT))
     }
+}
+
+/// A `reservedFor` entry as the API writes it.
+fn consumer_json(c: &model::ConsumerReference) -> serde_json::Value {
+    let mut v = serde_json::json!({ "resource": c.resource, "name": c.name, "uid": c.uid });
+    if !c.api_group.is_empty() {
+        v["apiGroup"] = serde_json::json!(c.api_group);
+    }
+    v
 }
 
 impl From<KeyError> for ReconcileError {

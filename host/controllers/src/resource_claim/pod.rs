@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use rekon_guest::model::{self, PodAction, PodInput, StatusClaim};
 use serde_json::{Value, json};
 
-use super::{ANNOTATION_POD_CLAIM_NAME, NAME, ResourceClaimController};
+use super::{ANNOTATION_POD_CLAIM_NAME, NAME, ResourceClaimController, consumer_json};
 use crate::cache::ObjectKey;
 use rekon_machinery::enqueue::resource_claim::{ClaimName, resolve_claim_name};
 
@@ -60,8 +60,12 @@ impl ResourceClaimController {
                             .statuses
                             .iter()
                             .map(|s| match &s.claim {
-                                StatusClaim::Existing(name) => json!({"name": s.name, "resourceClaimName": name}),
-                                StatusClaim::Created => json!({"name": s.name, "resourceClaimName": created[&s.name]}),
+                                StatusClaim::Existing(name) => {
+                                    json!({"name": s.name, "resourceClaimName": name})
+                                }
+                                StatusClaim::Created => {
+                                    json!({"name": s.name, "resourceClaimName": created[&s.name]})
+                                }
                                 StatusClaim::None => json!({"name": s.name}),
                             })
                             .collect();
@@ -82,7 +86,8 @@ impl ResourceClaimController {
                             .iter()
                             .find(|c| c.meta.uid == add.claim.uid)
                             .expect("validated");
-                        let mut reserved: Vec<Value> = claim.reserved_for.iter().map(consumer_json).collect();
+                        let mut reserved: Vec<Value> =
+                            claim.reserved_for.iter().map(consumer_json).collect();
                         reserved.push(consumer_json(&add.consumer));
                         writer
                             .patch_status::<ResourceClaim>(
@@ -136,13 +141,19 @@ impl ResourceClaimController {
         for pod_claim in &pod.resource_claims {
             if let ClaimName::Resolved { name, .. } = resolve_claim_name(pod, pod_claim)
                 && let Some(claim) = caches.claims.get(&ObjectKey::new(ns.clone(), name))
-                && !claims.iter().any(|c: &model::ResourceClaim| c.meta.uid == claim.meta.uid)
+                && !claims
+                    .iter()
+                    .any(|c: &model::ResourceClaim| c.meta.uid == claim.meta.uid)
             {
                 claims.push(claim.as_ref().clone());
             }
             if let Some(template) = &pod_claim.resource_claim_template_name
-                && let Some(t) = caches.templates.get(&ObjectKey::new(ns.clone(), template.clone()))
-                && !templates.iter().any(|x: &model::ResourceClaimTemplate| x.meta.name == *template)
+                && let Some(t) = caches
+                    .templates
+                    .get(&ObjectKey::new(ns.clone(), template.clone()))
+                && !templates
+                    .iter()
+                    .any(|x: &model::ResourceClaimTemplate| x.meta.name == *template)
             {
                 templates.push(t.as_ref().clone());
             }
@@ -154,14 +165,6 @@ impl ResourceClaimController {
             templates,
         }
     }
-}
-
-fn consumer_json(c: &model::ConsumerReference) -> Value {
-    let mut v = json!({ "resource": c.resource, "name": c.name, "uid": c.uid });
-    if !c.api_group.is_empty() {
-        v["apiGroup"] = json!(c.api_group);
-    }
-    v
 }
 
 fn summarize(input: &PodInput) -> Value {
@@ -193,7 +196,10 @@ fn validate_pod_action(
     match action {
         PodAction::CreateClaim(new) => {
             let Some(pc) = pod_claim(&new.pod_claim_name) else {
-                return Err(rejected(format!("create-claim for unknown pod claim {:?}", new.pod_claim_name)));
+                return Err(rejected(format!(
+                    "create-claim for unknown pod claim {:?}",
+                    new.pod_claim_name
+                )));
             };
             if pc.resource_claim_template_name.as_deref() != Some(new.template_name.as_str()) {
                 return Err(rejected(format!(
@@ -205,46 +211,74 @@ fn validate_pod_action(
                 return Err(rejected("no claims are created for a deleting pod".into()));
             }
             let [owner] = new.owner_references.as_slice() else {
-                return Err(rejected("a generated claim needs exactly one owner reference".into()));
+                return Err(rejected(
+                    "a generated claim needs exactly one owner reference".into(),
+                ));
             };
-            if !(owner.is_pod_controller() && owner.uid == pod.meta.uid && owner.name == pod.meta.name) {
-                return Err(rejected(format!("generated claim must be controlled by pod {}", pod.meta.name)));
+            if !(owner.is_pod_controller()
+                && owner.uid == pod.meta.uid
+                && owner.name == pod.meta.name)
+            {
+                return Err(rejected(format!(
+                    "generated claim must be controlled by pod {}",
+                    pod.meta.name
+                )));
             }
             let annotated = new
                 .annotations
                 .iter()
                 .any(|(k, v)| k == ANNOTATION_POD_CLAIM_NAME && *v == new.pod_claim_name);
             if !annotated {
-                return Err(rejected(format!("generated claim lacks {ANNOTATION_POD_CLAIM_NAME}")));
+                return Err(rejected(format!(
+                    "generated claim lacks {ANNOTATION_POD_CLAIM_NAME}"
+                )));
             }
             if new.generate_name.is_empty() || new.generate_name.len() > 58 {
-                return Err(rejected(format!("bad generateName {:?}", new.generate_name)));
+                return Err(rejected(format!(
+                    "bad generateName {:?}",
+                    new.generate_name
+                )));
             }
             Ok(())
         }
         PodAction::SetClaimStatuses(statuses) => {
             if statuses.pod != pod.meta.target() {
-                return Err(rejected("claim statuses must target the key's pod at the version seen".into()));
+                return Err(rejected(
+                    "claim statuses must target the key's pod at the version seen".into(),
+                ));
             }
             for s in &statuses.statuses {
                 if pod_claim(&s.name).is_none() {
-                    return Err(rejected(format!("status entry for unknown pod claim {:?}", s.name)));
+                    return Err(rejected(format!(
+                        "status entry for unknown pod claim {:?}",
+                        s.name
+                    )));
                 }
                 if s.claim == StatusClaim::Created && !created.contains_key(&s.name) {
-                    return Err(rejected(format!("status entry {:?} names a claim this decision did not create", s.name)));
+                    return Err(rejected(format!(
+                        "status entry {:?} names a claim this decision did not create",
+                        s.name
+                    )));
                 }
             }
             Ok(())
         }
         PodAction::Reserve(add) => {
             let Some(claim) = input.claims.iter().find(|c| c.meta.uid == add.claim.uid) else {
-                return Err(rejected(format!("reserve targets claim {} that the pod does not name", add.claim.name)));
+                return Err(rejected(format!(
+                    "reserve targets claim {} that the pod does not name",
+                    add.claim.name
+                )));
             };
             if add.claim != claim.meta.target() {
-                return Err(rejected("reserve must target the claim at the version seen".into()));
+                return Err(rejected(
+                    "reserve must target the claim at the version seen".into(),
+                ));
             }
             if add.consumer != pod.consumer() || pod.is_done() {
-                return Err(rejected("a pod decision may reserve only for its own pod, never a done one".into()));
+                return Err(rejected(
+                    "a pod decision may reserve only for its own pod, never a done one".into(),
+                ));
             }
             Ok(())
         }
@@ -257,11 +291,19 @@ fn build_claim(pod: &model::Pod, new: &model::NewClaim) -> Result<ResourceClaim,
         ResourceClaimSpec::default()
     } else {
         serde_json::from_str(&new.claim_spec_json).map_err(|e| {
-            ReconcileError::Rejected(format!("claim spec of template {:?} is not a ResourceClaimSpec: {e}", new.template_name))
+            ReconcileError::Rejected(format!(
+                "claim spec of template {:?} is not a ResourceClaimSpec: {e}",
+                new.template_name
+            ))
         })?
     };
     let to_map = |pairs: &[(String, String)]| {
-        (!pairs.is_empty()).then(|| pairs.iter().cloned().collect::<std::collections::BTreeMap<_, _>>())
+        (!pairs.is_empty()).then(|| {
+            pairs
+                .iter()
+                .cloned()
+                .collect::<std::collections::BTreeMap<_, _>>()
+        })
     };
     Ok(ResourceClaim {
         metadata: ObjectMeta {
