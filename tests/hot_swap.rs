@@ -9,12 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use rekon_controllers::host::Host;
 use rekon_controllers::journal::{Entry, Journal};
 use rekon_modules::testing::with_custom_section;
-use rekon_modules::{Change, ModuleDigest, Modules, ModulesOptions};
+use rekon_modules::{Change, EventTarget, ModuleDigest, Modules, ModulesOptions};
 use rekon_runtime::World;
 use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster, host_config};
@@ -118,10 +119,6 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         std::fs::write(dir.path().join("guests.yaml"), yaml).unwrap();
     };
     config("v1.wasm", &v1);
-    let mut options = ModulesOptions::new(dir.path());
-    options.canary_inputs = 1024;
-    let modules = Modules::open(options).await.expect("modules open");
-
     let cluster = EmbeddedCluster::start(&ClusterOptions {
         pvc_protection_admission: false,
         ..ClusterOptions::default()
@@ -133,6 +130,14 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         .store()
         .load_objects(vec![namespace(NS)])
         .unwrap();
+    let mut options = ModulesOptions::new(dir.path());
+    options.canary_inputs = 1024;
+    options.events = Some(EventTarget {
+        client: cluster.client.clone(),
+        pod: "rekon-0".into(),
+        namespace: NS.into(),
+    });
+    let modules = Modules::open(options).await.expect("modules open");
     let journal = Arc::new(Journal::new());
     let deciders = Deciders {
         pvc: modules.pvc(),
@@ -279,6 +284,41 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
     let pvc = status.controller("pvc-protection").unwrap();
     assert_eq!((pvc.swaps, pvc.rejections, pvc.rollbacks), (4, 4, 0));
     assert_eq!(pvc.active.as_ref().unwrap().sha256, v1.hex());
+
+    // Each activation and refusal is an Event on rekon's own Pod.
+    let events: Api<Event> = Api::namespaced(cluster.client.clone(), NS);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let reasons = loop {
+        let listed = events.list(&Default::default()).await.unwrap();
+        let reasons: Vec<(String, String)> = listed
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("rekon-0"))
+            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect();
+        // Two first activations (one per controller), three swaps, four refusals.
+        if reasons.len() >= 9 || Instant::now() > deadline {
+            break reasons;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let count = |reason: &str| reasons.iter().filter(|(r, _)| r == reason).count();
+    assert_eq!(
+        (count("ModuleActivated"), count("ModuleRejected")),
+        (5, 4),
+        "{reasons:#?}"
+    );
+    let rejected: Vec<_> = reasons
+        .iter()
+        .filter(|(r, _)| r == "ModuleRejected")
+        .map(|(_, n)| n)
+        .collect();
+    assert!(
+        rejected
+            .iter()
+            .any(|n| n.contains("core.wasm") && n.contains("not a component")),
+        "{rejected:#?}"
+    );
     cluster.server.shutdown().await;
 }
 

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use rekon_controllers::decider::{GuestInfo, ShadowVerdict};
-use rekon_modules::{Modules, ModulesObserver, ModulesOptions, WatchOptions, Watching};
+use rekon_modules::{
+    EventTarget, Modules, ModulesObserver, ModulesOptions, WatchOptions, Watching,
+};
 use rekon_ops::{GuestStatus, ShadowOutcome};
 use rekon_runtime::World;
 use rekon_simulate::Deciders;
@@ -59,7 +61,7 @@ pub async fn serve(
     let mut options = options(dir)?;
     options.cache_dir = args.cache_dir.clone();
     options.status_file = args.status_file.clone();
-    options.events = Some(client);
+    options.events = EventTarget::from_env(client);
     options.observer = Arc::new(MetricsBridge(metrics));
     let modules = Modules::open(options).await?;
     let watching = modules.watch(WatchOptions {

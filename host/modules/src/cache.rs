@@ -19,10 +19,13 @@ pub enum CacheError {
     Dir { dir: String, source: std::io::Error },
 }
 
+/// (module digest, engine compatibility hash).
+type CacheKey = (ModuleDigest, String);
+
 pub struct PrecompiledCache {
     /// The engine's compatibility hash: bytes precompiled under another never match.
     engine: String,
-    memory: Mutex<HashMap<(ModuleDigest, String), Arc<[u8]>>>,
+    memory: Mutex<HashMap<CacheKey, Arc<[u8]>>>,
     dir: Option<PathBuf>,
 }
 

@@ -26,12 +26,14 @@ pub fn replay(
 ) -> Result<usize, CanaryFailure> {
     for (done, (key, input)) in inputs.iter().enumerate() {
         let result = match input {
-            RecordedInput::Pvc(input) => PvcDecider::decide(version, key, input.clone()).map(drop),
+            RecordedInput::Pvc(input) => {
+                PvcDecider::decide(version, key, (**input).clone()).map(drop)
+            }
             RecordedInput::Pod(input) => {
-                ClaimDecider::decide_pod(version, key, input.clone()).map(drop)
+                ClaimDecider::decide_pod(version, key, (**input).clone()).map(drop)
             }
             RecordedInput::Claim(input) => {
-                ClaimDecider::decide_claim(version, key, input.clone()).map(drop)
+                ClaimDecider::decide_claim(version, key, (**input).clone()).map(drop)
             }
         };
         if let Err(DecideError {

@@ -78,9 +78,13 @@ impl ControllerSlot {
     }
 }
 
-/// Makes the callback a version's guard calls when automatic rollback is due;
-/// given the publication serial, so a late trip of a replaced version is ignored.
-pub type TripFactory<'a> = &'a dyn Fn(u64) -> Box<dyn Fn(u64, u64) + Send + Sync>;
+/// What a version's guard calls when automatic rollback is due, with the
+/// decisions and failures counted.
+pub type Trip = Box<dyn Fn(u64, u64) + Send + Sync>;
+
+/// Makes the [`Trip`] of a publication, given its serial, so that a late trip
+/// of a replaced version is ignored.
+pub type TripFactory<'a> = &'a dyn Fn(u64) -> Trip;
 
 struct Active {
     version: Arc<ModuleVersion>,
@@ -130,7 +134,7 @@ pub enum Preparation {
     Unchanged,
     Refused(String),
     /// Load these and then [`Controller::commit`].
-    Load(ControllerPlan),
+    Load(Box<ControllerPlan>),
 }
 
 impl Controller {
@@ -182,7 +186,7 @@ impl Controller {
                 plan.serving.digest
             ));
         }
-        Preparation::Load(plan)
+        Preparation::Load(Box::new(plan))
     }
 
     /// An already loaded version with this digest and the plan's limits.
@@ -192,7 +196,7 @@ impl Controller {
         digest: &ModuleDigest,
     ) -> Option<Arc<ModuleVersion>> {
         let state = self.state.lock().unwrap();
-        let candidates = state
+        let mut candidates = state
             .active
             .as_ref()
             .map(|a| &a.version)
@@ -200,8 +204,7 @@ impl Controller {
             .chain(state.shadow.as_ref().map(|s| &s.version))
             .chain(state.fallback.as_ref());
         candidates
-            .filter(|v| v.digest() == digest && v.limits() == plan.limits)
-            .next()
+            .find(|v| v.digest() == digest && v.limits() == plan.limits)
             .cloned()
     }
 

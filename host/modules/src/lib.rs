@@ -48,7 +48,7 @@ pub use digest::{DigestError, ModuleDigest};
 pub use load::{LoadError, Loader};
 pub use manager::{Change, Modules, ModulesError, ModulesOptions, ReloadReport};
 pub use observe::{ModulesObserver, NoModulesObserver};
-pub use report::ModuleEvent;
+pub use report::{EventTarget, ModuleEvent};
 pub use source::{ModuleFile, SourceError, conventional_names};
 pub use status::{ControllerStatus, Status, VersionStatus};
 pub use version::ModuleVersion;

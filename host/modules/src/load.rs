@@ -19,7 +19,10 @@ pub enum LoadError {
     #[error("{path}: cannot be compiled: {message}")]
     Compile { path: String, message: String },
     #[error("{path}: failed its instantiation check: {source}")]
-    Unhealthy { path: String, source: RuntimeError },
+    Unhealthy {
+        path: String,
+        source: Box<RuntimeError>,
+    },
 }
 
 /// Loads modules into one engine through one precompiled cache.
@@ -67,7 +70,7 @@ impl Loader {
             .instantiate()
             .map_err(|source| LoadError::Unhealthy {
                 path: file.path.display().to_string(),
-                source,
+                source: Box::new(source),
             })?;
         Ok(version)
     }

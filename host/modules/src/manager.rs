@@ -10,10 +10,10 @@ use rekon_runtime::{Engine, EngineConfig, World};
 use crate::cache::{CacheError, PrecompiledCache};
 use crate::canary;
 use crate::config::Mode;
-use crate::controller::{Controller, ControllerSlot, Preparation};
+use crate::controller::{Controller, ControllerSlot, Preparation, Trip};
 use crate::load::{LoadError, Loader};
 use crate::observe::{ModulesObserver, NoModulesObserver};
-use crate::report::Reporter;
+use crate::report::{EventTarget, Reporter};
 use crate::source::{ControllerPlan, ModuleFile, read_plan};
 use crate::status::Status;
 use crate::version::ModuleVersion;
@@ -45,8 +45,8 @@ pub struct ModulesOptions {
     pub canary_inputs: usize,
     /// Shadow differences kept for the status and `rekon diff`.
     pub shadow_differences_kept: usize,
-    /// Record Kubernetes Events on rekon's own Pod (POD_NAME, POD_NAMESPACE).
-    pub events: Option<kube::Client>,
+    /// Record Kubernetes Events on this Pod (see [`EventTarget::from_env`]).
+    pub events: Option<EventTarget>,
     /// Told every activation and shadow verdict (metrics).
     pub observer: Arc<dyn ModulesObserver>,
 }
@@ -256,7 +256,7 @@ impl Modules {
         let plan = match controller.prepare(plan) {
             Preparation::Unchanged => return Change::Unchanged,
             Preparation::Refused(reason) => return self.refuse(controller, None, reason),
-            Preparation::Load(plan) => plan,
+            Preparation::Load(plan) => *plan,
         };
         let loaded = async {
             let serving = self.load(controller, &plan, &plan.serving).await?;
@@ -316,10 +316,7 @@ impl Modules {
     }
 
     /// Callbacks for the guards of `world`'s versions: roll back and report.
-    fn trip_factory(
-        &self,
-        world: World,
-    ) -> Box<dyn Fn(u64) -> Box<dyn Fn(u64, u64) + Send + Sync>> {
+    fn trip_factory(&self, world: World) -> Box<dyn Fn(u64) -> Trip> {
         let shared = Arc::downgrade(&self.shared);
         Box::new(move |serial| {
             let shared = shared.clone();

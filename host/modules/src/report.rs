@@ -5,7 +5,11 @@
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::PostParams;
 use rekon_runtime::World;
 
 use crate::status::Status;
@@ -103,10 +107,10 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    pub fn new(status_file: Option<PathBuf>, events: Option<kube::Client>) -> Self {
+    pub fn new(status_file: Option<PathBuf>, events: Option<EventTarget>) -> Self {
         Self {
             status_file,
-            events: events.and_then(PodEvents::from_env),
+            events: events.map(PodEvents::new),
         }
     }
 
@@ -131,51 +135,92 @@ impl Reporter {
     }
 }
 
-/// Events on rekon's own Pod.
-struct PodEvents {
-    recorder: Recorder,
-    pod: ObjectReference,
+/// The Pod that module events are recorded on: rekon's own.
+pub struct EventTarget {
+    pub client: kube::Client,
+    pub pod: String,
+    pub namespace: String,
 }
 
-impl PodEvents {
-    fn from_env(client: kube::Client) -> Option<Self> {
-        let name = std::env::var("POD_NAME").ok()?;
-        let namespace = std::env::var("POD_NAMESPACE").ok()?;
-        let reporter = EventReporter {
-            controller: "rekon".into(),
-            instance: Some(name.clone()),
-        };
+impl EventTarget {
+    /// rekon's own Pod, named by the downward API (POD_NAME, POD_NAMESPACE);
+    /// `None` outside a cluster.
+    pub fn from_env(client: kube::Client) -> Option<Self> {
         Some(Self {
-            recorder: Recorder::new(client, reporter),
+            client,
+            pod: std::env::var("POD_NAME").ok()?,
+            namespace: std::env::var("POD_NAMESPACE").ok()?,
+        })
+    }
+}
+
+/// Events on rekon's own Pod. Created directly rather than through kube's
+/// `Recorder`, which folds events of the same reason into one series under the
+/// first note: every refusal must keep its own reason text.
+struct PodEvents {
+    events: Api<K8sEvent>,
+    pod: ObjectReference,
+    instance: String,
+}
+
+/// The API server's limit on an event note.
+const NOTE_LIMIT: usize = 1024;
+
+impl PodEvents {
+    fn new(target: EventTarget) -> Self {
+        Self {
+            events: Api::namespaced(target.client, &target.namespace),
             pod: ObjectReference {
                 api_version: Some("v1".into()),
                 kind: Some("Pod".into()),
-                name: Some(name),
-                namespace: Some(namespace),
+                name: Some(target.pod.clone()),
+                namespace: Some(target.namespace),
                 ..ObjectReference::default()
             },
-        })
+            instance: target.pod,
+        }
     }
 
     /// Fire and forget: an event that cannot be recorded is only logged.
-    fn publish(&self, event: &ModuleEvent, note: String) {
+    fn publish(&self, event: &ModuleEvent, mut note: String) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (recorder, pod) = (self.recorder.clone(), self.pod.clone());
-        let event = Event {
-            type_: if event.is_warning() {
-                EventType::Warning
-            } else {
-                EventType::Normal
+        if note.len() > NOTE_LIMIT {
+            let mut end = NOTE_LIMIT - 3;
+            while !note.is_char_boundary(end) {
+                end -= 1;
+            }
+            note.truncate(end);
+            note.push_str("...");
+        }
+        let now = Timestamp::now();
+        let k8s_event = K8sEvent {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", self.instance, now.as_nanosecond())),
+                namespace: self.pod.namespace.clone(),
+                ..ObjectMeta::default()
             },
-            reason: event.reason().into(),
+            event_time: Some(MicroTime(now)),
+            action: Some("HotSwap".into()),
+            reason: Some(event.reason().into()),
             note: Some(note),
-            action: "HotSwap".into(),
-            secondary: None,
+            regarding: Some(self.pod.clone()),
+            reporting_controller: Some("rekon".into()),
+            reporting_instance: Some(self.instance.clone()),
+            type_: Some(
+                if event.is_warning() {
+                    "Warning"
+                } else {
+                    "Normal"
+                }
+                .into(),
+            ),
+            ..K8sEvent::default()
         };
+        let events = self.events.clone();
         runtime.spawn(async move {
-            if let Err(err) = recorder.publish(&event, &pod).await {
+            if let Err(err) = events.create(&PostParams::default(), &k8s_event).await {
                 tracing::debug!(error = %err, "could not record the module event");
             }
         });

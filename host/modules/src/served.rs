@@ -12,12 +12,12 @@ use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDe
 
 use crate::config::AutoRollback;
 
-/// An input a decision was made on.
+/// An input a decision was made on (boxed: they differ a lot in size).
 #[derive(Debug, Clone)]
 pub enum RecordedInput {
-    Pvc(PvcInput),
-    Pod(PodInput),
-    Claim(ClaimInput),
+    Pvc(Box<PvcInput>),
+    Pod(Box<PodInput>),
+    Claim(Box<ClaimInput>),
 }
 
 impl RecordedInput {
@@ -150,7 +150,7 @@ impl PvcDecider for Served<dyn PvcDecider> {
     }
 
     fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
-        self.record(key, || RecordedInput::Pvc(input.clone()));
+        self.record(key, || RecordedInput::Pvc(Box::new(input.clone())));
         let result = self.inner.decide(key, input);
         self.guard.observe(&result);
         result
@@ -163,14 +163,14 @@ impl ClaimDecider for Served<dyn ClaimDecider> {
     }
 
     fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        self.record(key, || RecordedInput::Pod(input.clone()));
+        self.record(key, || RecordedInput::Pod(Box::new(input.clone())));
         let result = self.inner.decide_pod(key, input);
         self.guard.observe(&result);
         result
     }
 
     fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        self.record(key, || RecordedInput::Claim(input.clone()));
+        self.record(key, || RecordedInput::Claim(Box::new(input.clone())));
         let result = self.inner.decide_claim(key, input);
         self.guard.observe(&result);
         result
@@ -184,7 +184,7 @@ mod tests {
     fn pvc(name: &str) -> RecordedInput {
         let mut input = PvcInput::default();
         input.pvc.meta.name = name.into();
-        RecordedInput::Pvc(input)
+        RecordedInput::Pvc(Box::new(input))
     }
 
     #[test]
