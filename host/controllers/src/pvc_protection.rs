@@ -246,8 +246,11 @@ type LiveList = Arc<Vec<model::Pod>>;
 /// batching, §1.5.3). A failed list is not kept.
 #[derive(Default)]
 struct LivePodLists {
-    by_namespace: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<(Instant, LiveList)>>>>>,
+    by_namespace: Mutex<HashMap<String, Arc<NamespaceList>>>,
 }
+
+/// The last live list of one namespace and when it was issued.
+type NamespaceList = tokio::sync::Mutex<Option<(Instant, LiveList)>>;
 
 impl LivePodLists {
     async fn list(
@@ -298,7 +301,7 @@ impl LivePodLists {
                 })?
                 .items
                 .iter()
-                .map(|p| rekon_contract::project::project_pod(p))
+                .map(rekon_contract::project::project_pod)
                 .collect(),
         );
         *slot = Some((issued, pods.clone()));

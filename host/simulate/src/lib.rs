@@ -111,7 +111,7 @@ impl EmbeddedCluster {
         let mut config = ServerConfig::new()
             .seed(options.seed)
             .garbage_collector(options.garbage_collector)
-            .kubelet(options.kubelet.clone())
+            .kubelet(options.kubelet)
             .pvc_protection_admission(options.pvc_protection_admission);
         if let Some(faults) = &options.faults {
             config = config.faults(faults.clone());

@@ -70,18 +70,18 @@ impl ResourceClaimController {
             Ok(outcome) => outcome,
             Err(err) => {
                 log_failure(NAME, key.object(), &err);
-                if let (ClaimControllerKey::Claim(k), false) = (key, err.is_conflict()) {
-                    if let Some(claim) = self.ctx.caches.claims.get(k) {
-                        self.ctx
-                            .event(
-                                reference("ResourceClaim", "resource.k8s.io/v1", &claim.meta),
-                                true,
-                                "FailedResourceClaimSync",
-                                "Reconcile",
-                                err.to_string(),
-                            )
-                            .await;
-                    }
+                if let (ClaimControllerKey::Claim(k), false) = (key, err.is_conflict())
+                    && let Some(claim) = self.ctx.caches.claims.get(k)
+                {
+                    self.ctx
+                        .event(
+                            reference("ResourceClaim", "resource.k8s.io/v1", &claim.meta),
+                            true,
+                            "FailedResourceClaimSync",
+                            "Reconcile",
+                            err.to_string(),
+                        )
+                        .await;
                 }
                 Outcome::Retry
             }
