@@ -30,7 +30,7 @@ test: guests
 	$(MAKE) guest-cases
 
 demo: build
-	$(REKON) run --embedded --guests $(REKON_GUEST_DIR) --demo
+	$(REKON) run --embedded --guests $(REKON_GUEST_DIR) --demo --write-kubeconfig rekon-demo.kubeconfig
 
 bench: guests
 	cargo bench -p rekon-runtime --bench decisions
