@@ -22,6 +22,16 @@ fn pvc_patches(report: &rekon_simulate::Report, name: &str) -> Vec<u16> {
         .collect()
 }
 
+/// Exactly one patch landed; any other was refused by its precondition (a
+/// decision on a copy the watch had not refreshed yet), never applied blindly.
+fn assert_one_successful_patch(codes: &[u16]) {
+    assert_eq!(codes.iter().filter(|c| **c == 200).count(), 1, "{codes:?}");
+    assert!(
+        codes.iter().all(|c| [200, 404, 409].contains(c)),
+        "{codes:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pvc_used_by_a_scheduled_pod_keeps_its_finalizer() {
     let state = vec![
@@ -89,7 +99,7 @@ async fn an_unscheduled_pod_never_blocks() {
     let report = run(state, vec![], options(), quick()).await;
     report.converged.as_ref().expect("converged");
     assert!(find(&report.objects, "PersistentVolumeClaim", "ns", "data").is_none());
-    assert_eq!(pvc_patches(&report, "data"), vec![200]);
+    assert_one_successful_patch(&pvc_patches(&report, "data"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -126,7 +136,7 @@ async fn a_pvc_without_the_finalizer_gets_it() {
     report.converged.as_ref().expect("converged");
     let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "old").unwrap();
     assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
-    assert_eq!(pvc_patches(&report, "old"), vec![200]);
+    assert_one_successful_patch(&pvc_patches(&report, "old"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -22,6 +22,8 @@ pub use rekon_machinery::ObjectKey;
 /// What a cache stores: the projection of one object.
 pub trait Projection: Send + Sync + 'static {
     fn key(&self) -> ObjectKey;
+    /// `metadata.resourceVersion`, an integer on every API server rekon talks to.
+    fn resource_version(&self) -> u64;
 }
 
 /// A change the cache applied, handed to event handlers after the store is updated.
@@ -135,6 +137,26 @@ impl<P: Projection> Cache<P> {
         }
         inner.index(&key, &new);
         Change::Applied { old, new }
+    }
+
+    /// Records the object a write of ours returned, unless the cache already holds
+    /// a newer version (or no longer holds the object). No change is reported: the
+    /// watch event for the write follows and is handled as usual. A response may
+    /// carry the version it replaced (removing the last finalizer does), hence `>=`.
+    pub fn apply_own_write(&self, obj: P) {
+        let key = obj.key();
+        let mut inner = self.inner.write().unwrap();
+        let Some(cached) = inner.objects.get(&key) else {
+            return;
+        };
+        if obj.resource_version() < cached.resource_version() {
+            return;
+        }
+        let new = Arc::new(obj);
+        if let Some(old) = inner.objects.insert(key.clone(), new.clone()) {
+            inner.unindex(&key, &old);
+        }
+        inner.index(&key, &new);
     }
 
     /// Removes one object; `None` if it was not cached.
@@ -261,6 +283,12 @@ mod tests {
         fn key(&self) -> ObjectKey {
             ObjectKey::new(self.ns, self.name)
         }
+        fn resource_version(&self) -> u64 {
+            self.tag
+                .trim_start_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .unwrap_or(0)
+        }
     }
 
     fn by_tag(o: &Obj) -> Vec<String> {
@@ -324,5 +352,25 @@ mod tests {
         assert_eq!(deleted, vec!["gone"]);
         assert!(cache.by_index("tag", "ns/z").is_empty());
         assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn own_writes_never_regress_the_cache() {
+        let cache = Cache::new().with_index("tag", by_tag);
+        cache.apply(obj("a", "v5"));
+        cache.apply_own_write(obj("a", "v4"));
+        assert_eq!(cache.get(&ObjectKey::new("ns", "a")).unwrap().tag, "v5");
+        cache.apply_own_write(obj("a", "v5b"));
+        assert_eq!(
+            cache.get(&ObjectKey::new("ns", "a")).unwrap().tag,
+            "v5b",
+            "same version: ours"
+        );
+        assert_eq!(cache.by_index("tag", "ns/v5b").len(), 1);
+        cache.apply_own_write(obj("gone", "v9"));
+        assert!(
+            cache.get(&ObjectKey::new("ns", "gone")).is_none(),
+            "a write never resurrects"
+        );
     }
 }

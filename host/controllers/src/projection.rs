@@ -41,9 +41,16 @@ fn key_of(meta: &model::ObjectMeta) -> ObjectKey {
     ObjectKey::new(meta.namespace.clone(), meta.name.clone())
 }
 
+fn version_of(meta: &model::ObjectMeta) -> u64 {
+    meta.resource_version.parse().unwrap_or(0)
+}
+
 impl Projection for CachedPod {
     fn key(&self) -> ObjectKey {
         key_of(&self.pod.meta)
+    }
+    fn resource_version(&self) -> u64 {
+        version_of(&self.pod.meta)
     }
 }
 
@@ -51,17 +58,26 @@ impl Projection for model::Pvc {
     fn key(&self) -> ObjectKey {
         key_of(&self.meta)
     }
+    fn resource_version(&self) -> u64 {
+        version_of(&self.meta)
+    }
 }
 
 impl Projection for model::ResourceClaim {
     fn key(&self) -> ObjectKey {
         key_of(&self.meta)
     }
+    fn resource_version(&self) -> u64 {
+        version_of(&self.meta)
+    }
 }
 
 impl Projection for model::ResourceClaimTemplate {
     fn key(&self) -> ObjectKey {
         key_of(&self.meta)
+    }
+    fn resource_version(&self) -> u64 {
+        version_of(&self.meta)
     }
 }
 

@@ -24,7 +24,7 @@ use crate::decider::{PvcDecider, Slot};
 use crate::journal::{Entry, Preconditions};
 use crate::projection::CachedPod;
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
-use crate::writes::Writer;
+use crate::writes::{WriteError, Writer};
 
 pub const NAME: &str = "pvc-protection";
 pub use rekon_machinery::enqueue::pvc_protection::FINALIZER;
@@ -129,7 +129,7 @@ impl PvcProtection {
             journal: self.ctx.journal.clone(),
             controller: NAME,
         };
-        writer
+        let written = writer
             .set_finalizers::<PersistentVolumeClaim>(
                 &key_text,
                 &key.namespace,
@@ -137,7 +137,20 @@ impl PvcProtection {
                 &pvc.meta.resource_version,
                 &finalizers,
             )
-            .await?;
+            .await;
+        match written {
+            // Our own write is the newest state we know: deciding again on the
+            // older cached copy before the watch catches up would only produce
+            // writes doomed to 404/409.
+            Ok(stored) => self
+                .ctx
+                .caches
+                .pvcs
+                .apply_own_write(crate::projection::pvc(&stored)),
+            // The PVC is gone: nothing is left to protect or release.
+            Err(WriteError::NotFound { .. }) => return Ok(Outcome::Done),
+            Err(err) => return Err(err.into()),
+        }
         tracing::info!(controller = NAME, key = %key, guest = %guest.name, digest = %guest.digest, decision = ?actions, writes = 1, "reconciled");
         Ok(Outcome::Done)
     }
