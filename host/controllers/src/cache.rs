@@ -284,10 +284,8 @@ mod tests {
             ObjectKey::new(self.ns, self.name)
         }
         fn resource_version(&self) -> u64 {
-            self.tag
-                .trim_start_matches(|c: char| !c.is_ascii_digit())
-                .parse()
-                .unwrap_or(0)
+            let digits: String = self.tag.chars().filter(char::is_ascii_digit).collect();
+            digits.parse().unwrap_or(0)
         }
     }
 
