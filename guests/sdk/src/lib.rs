@@ -7,6 +7,8 @@
 //! - [`impl_contract_conversions!`]: moves between generated types and the model.
 //! - [`log`]: log through the host (a no-op when running natively).
 
+#[cfg(feature = "cases")]
+pub mod cases;
 pub mod convert;
 pub mod model;
 
