@@ -9,9 +9,13 @@
 
 pub mod bindings;
 pub mod project;
+pub mod world;
 
 pub use bindings::{ContractVersion, PACKAGE, SUPPORTED_VERSIONS};
 pub use rekon_guest::model;
+pub use world::{
+    PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld, WitWorld,
+};
 
 /// The newest supported version: what new code binds by default.
 pub use bindings::v0_1_0 as current;

@@ -186,3 +186,41 @@ impl GuestPre {
         }
     }
 }
+
+/// A WIT world the runtime can call: the one entry point generic host code uses
+/// (`guest.decide::<W>(input)`), whatever contract version the guest exports.
+pub trait GuestWorld: rekon_contract::WitWorld {
+    /// The world as the loader names it.
+    const ID: World;
+    fn call(guest: &GuestPre, input: Self::Input) -> Result<Self::Decision, RuntimeError>;
+}
+
+impl GuestWorld for rekon_contract::PvcProtectionWorld {
+    const ID: World = World::PvcProtection;
+
+    fn call(guest: &GuestPre, input: model::PvcInput) -> Result<model::PvcDecision, RuntimeError> {
+        guest.decide_pvc(input)
+    }
+}
+
+impl GuestWorld for rekon_contract::ResourceClaimWorld {
+    const ID: World = World::ResourceClaim;
+
+    fn call(
+        guest: &GuestPre,
+        input: rekon_contract::ResourceClaimInput,
+    ) -> Result<rekon_contract::ResourceClaimDecision, RuntimeError> {
+        use rekon_contract::{ResourceClaimDecision as D, ResourceClaimInput as I};
+        match input {
+            I::Pod(input) => guest.decide_pod(input).map(D::Pod),
+            I::Claim(input) => guest.decide_claim(input).map(D::Claim),
+        }
+    }
+}
+
+impl GuestPre {
+    /// One decision of world `W` in a fresh, limited instance.
+    pub fn decide<W: GuestWorld>(&self, input: W::Input) -> Result<W::Decision, RuntimeError> {
+        W::call(self, input)
+    }
+}

@@ -30,7 +30,7 @@ mod state;
 pub mod testing;
 mod world;
 
-pub use decide::{Failure, RuntimeError};
+pub use decide::{Failure, GuestWorld, RuntimeError};
 pub use engine::{EPOCH_TICK, Engine, EngineConfig, EngineError};
 pub use guest::GuestPre;
 pub use id::GuestId;

@@ -1,0 +1,78 @@
+//! One trait per WIT world: what a decision of that world takes and returns.
+//!
+//! Everything generic in the host (deciders, shadows, guards, the decision pool,
+//! `rekon eval`) is written once over [`WitWorld`]; adding a world means one
+//! marker type and one impl here, plus its bindings.
+
+use std::fmt::Debug;
+
+use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A controller world of `rekon:reconcile`, in its version-independent model form.
+pub trait WitWorld: Send + Sync + 'static {
+    /// The WIT world name, without package or version (`pvc-protection`).
+    const NAME: &'static str;
+    /// The exported interface, without package or version (`pvc-decider`).
+    const EXPORT: &'static str;
+    /// The exported decision functions, by WIT name.
+    const FUNCTIONS: &'static [&'static str];
+    /// What one decision is given.
+    type Input: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// What one decision returns.
+    type Decision: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// The WIT function an input is for (one of [`Self::FUNCTIONS`]).
+    fn function(input: &Self::Input) -> &'static str;
+}
+
+/// `rekon:reconcile/pvc-protection`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PvcProtectionWorld;
+
+impl WitWorld for PvcProtectionWorld {
+    const NAME: &'static str = "pvc-protection";
+    const EXPORT: &'static str = "pvc-decider";
+    const FUNCTIONS: &'static [&'static str] = &["decide"];
+    type Input = PvcInput;
+    type Decision = PvcDecision;
+
+    fn function(_: &PvcInput) -> &'static str {
+        "decide"
+    }
+}
+
+/// `rekon:reconcile/resource-claim`: one world, two decisions (pod key, claim key).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResourceClaimWorld;
+
+/// The input of a resource-claim decision.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceClaimInput {
+    Pod(PodInput),
+    Claim(ClaimInput),
+}
+
+/// The result of a resource-claim decision (same variant as its input).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceClaimDecision {
+    Pod(PodDecision),
+    Claim(ClaimDecision),
+}
+
+impl WitWorld for ResourceClaimWorld {
+    const NAME: &'static str = "resource-claim";
+    const EXPORT: &'static str = "claim-decider";
+    const FUNCTIONS: &'static [&'static str] = &["decide-pod", "decide-claim"];
+    type Input = ResourceClaimInput;
+    type Decision = ResourceClaimDecision;
+
+    fn function(input: &ResourceClaimInput) -> &'static str {
+        match input {
+            ResourceClaimInput::Pod(_) => "decide-pod",
+            ResourceClaimInput::Claim(_) => "decide-claim",
+        }
+    }
+}
