@@ -42,3 +42,34 @@ async fn a_disabled_controller_does_nothing_while_the_others_run() {
         "{controllers:?}"
     );
 }
+
+/// API discovery decides whether a controller starts: the embedded server serves
+/// `resource.k8s.io/v1`, so resource-claim starts; a group/version it does not
+/// serve (as `resource.k8s.io/v1` on a v1.20 server) keeps a controller waiting.
+#[tokio::test(flavor = "multi_thread")]
+async fn discovery_tells_served_from_missing_apis() {
+    use rekon_controllers::registry::{CONTROLLERS, missing_apis, serves};
+    let cluster = rekon_simulate::EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .unwrap();
+    let client = &cluster.client;
+    assert!(serves(client, "v1").await.unwrap());
+    assert!(serves(client, "resource.k8s.io/v1").await.unwrap());
+    assert!(!serves(client, "resource.k8s.io/v1alpha9").await.unwrap());
+    assert!(!serves(client, "v2").await.unwrap());
+    for controller in CONTROLLERS {
+        assert_eq!(
+            missing_apis(client, controller.apis).await.unwrap(),
+            Vec::<&str>::new(),
+            "{} needs only served APIs",
+            controller.name
+        );
+    }
+    assert_eq!(
+        missing_apis(client, &["v1", "resource.k8s.io/v1alpha9"])
+            .await
+            .unwrap(),
+        ["resource.k8s.io/v1alpha9"]
+    );
+    cluster.server.shutdown().await;
+}

@@ -18,7 +18,7 @@ use rekon_modules::testing::with_custom_section;
 use rekon_modules::{Change, EventTarget, ModuleDigest, Modules, ModulesOptions};
 use rekon_runtime::World;
 use rekon_runtime::testing::built_guest;
-use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster, host_config};
+use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
 use rekon_tests::sim::{PVC_FINALIZER, finalizers, namespace};
 use serde_json::json;
 

@@ -9,7 +9,7 @@ use rekon_controllers::decider::{DecideError, Decider, GuestInfo, Slot};
 use rekon_controllers::host::Host;
 use rekon_controllers::journal::Journal;
 use rekon_guest::model::PodAction;
-use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster, host_config};
+use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
 use rekon_tests::sim::*;
 use serde_json::json;
 

@@ -57,13 +57,6 @@ impl Caches {
             templates: Arc::new(Cache::new()),
         }
     }
-
-    pub fn all_synced(&self) -> bool {
-        self.pods.is_synced()
-            && self.pvcs.is_synced()
-            && self.claims.is_synced()
-            && self.templates.is_synced()
-    }
 }
 
 impl Default for Caches {
