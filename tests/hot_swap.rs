@@ -18,7 +18,7 @@ use rekon_modules::testing::with_custom_section;
 use rekon_modules::{Change, EventTarget, ModuleDigest, Modules, ModulesOptions};
 use rekon_runtime::World;
 use rekon_runtime::testing::built_guest;
-use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster, host_config};
+use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
 use rekon_tests::sim::{PVC_FINALIZER, finalizers, namespace};
 use serde_json::json;
 
@@ -139,10 +139,7 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
     });
     let modules = Modules::open(options).await.expect("modules open");
     let journal = Arc::new(Journal::new());
-    let deciders = Deciders {
-        pvc: modules.pvc(),
-        claim: modules.claim(),
-    };
+    let deciders = modules.deciders();
     let host = Host::start(
         cluster.client.clone(),
         host_config(&deciders, journal.clone()),
@@ -358,10 +355,7 @@ async fn a_trapping_version_is_rolled_back_and_its_keys_converge() {
         .load_objects(namespaces.iter().map(|ns| namespace(ns)).collect())
         .unwrap();
     let journal = Arc::new(Journal::new());
-    let deciders = Deciders {
-        pvc: modules.pvc(),
-        claim: modules.claim(),
-    };
+    let deciders = modules.deciders();
     let host = Host::start(
         cluster.client.clone(),
         host_config(&deciders, journal.clone()),

@@ -84,7 +84,11 @@ async fn metrics_move_as_the_host_reconciles() {
     );
 
     let deciders = wasm_deciders();
-    let pvc_guest = deciders.pvc.current().info();
+    let pvc_guest = deciders
+        .get::<rekon_contract::PvcProtectionWorld>()
+        .unwrap()
+        .current()
+        .info();
     metrics.active_module("pvc-protection", &pvc_guest.name, &pvc_guest.digest);
     health.set_guests_loaded(true);
     for controller in ["pvc-protection", "resource-claim"] {

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rekon_controllers::decider::{ClaimDecider, DecideError, GuestInfo, Slot};
+use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
+use rekon_controllers::decider::{DecideError, Decider, GuestInfo, Slot};
 use rekon_controllers::host::Host;
 use rekon_controllers::journal::Journal;
-use rekon_guest::model::{ClaimDecision, ClaimInput, PodAction, PodDecision, PodInput};
-use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster, host_config};
+use rekon_guest::model::PodAction;
+use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
 use rekon_tests::sim::*;
 use serde_json::json;
 
@@ -73,23 +74,24 @@ async fn a_host_stopped_mid_run_converges_after_a_restart() {
 /// The reference guest, except that pod decisions never write the pod status:
 /// the cluster then looks exactly as if the host died between the claim create
 /// and the status write.
-struct StatusWriteNeverHappens(Arc<dyn ClaimDecider>);
+struct StatusWriteNeverHappens(Arc<dyn Decider<ResourceClaimWorld>>);
 
-impl ClaimDecider for StatusWriteNeverHappens {
+impl Decider<ResourceClaimWorld> for StatusWriteNeverHappens {
     fn info(&self) -> GuestInfo {
         self.0.info()
     }
 
-    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        let mut decision = self.0.decide_pod(key, input)?;
-        decision
-            .actions
-            .retain(|a| !matches!(a, PodAction::SetClaimStatuses(_)));
+    fn decide(
+        &self,
+        key: &str,
+        input: ResourceClaimInput,
+    ) -> Result<ResourceClaimDecision, DecideError> {
+        let mut decision = self.0.decide(key, input)?;
+        if let ResourceClaimDecision::Pod(pod) = &mut decision {
+            pod.actions
+                .retain(|a| !matches!(a, PodAction::SetClaimStatuses(_)));
+        }
         Ok(decision)
-    }
-
-    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        self.0.decide_claim(key, input)
     }
 }
 
@@ -109,12 +111,12 @@ async fn a_claim_created_before_a_crash_is_adopted_not_duplicated() {
         .unwrap();
 
     let wasm = wasm_deciders();
-    let crashing = Deciders {
-        pvc: wasm.pvc.clone(),
-        claim: Arc::new(Slot::new(
-            Arc::new(StatusWriteNeverHappens(wasm.claim.current())) as Arc<dyn ClaimDecider>,
-        )),
-    };
+    let claim = wasm.get::<ResourceClaimWorld>().unwrap().current();
+    let crashing = wasm
+        .clone()
+        .with(Arc::new(Slot::<ResourceClaimWorld>::new(Arc::new(
+            StatusWriteNeverHappens(claim),
+        ))));
     let first_journal = Arc::new(Journal::new());
     let first = Host::start(
         cluster.client.clone(),

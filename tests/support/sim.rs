@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rekon_controllers::decider::{ClaimDecider, PvcDecider, Slot};
+use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
+use rekon_controllers::decider::Slot;
 use rekon_controllers::journal::{Entry, Journal};
 use rekon_runtime::{Engine, EngineConfig, World};
 use rekon_simulate::{ClusterOptions, Deciders, Report, Settle, Step, simulate};
@@ -32,12 +33,9 @@ pub fn wasm_deciders() -> Deciders {
             "rekon_guest_resource_claim",
         ))
         .expect("resource-claim guest (run `make guests`)");
-    let pvc: Arc<dyn PvcDecider> = Arc::new(pvc);
-    let claim: Arc<dyn ClaimDecider> = Arc::new(claim);
-    Deciders {
-        pvc: Arc::new(Slot::new(pvc)),
-        claim: Arc::new(Slot::new(claim)),
-    }
+    Deciders::new()
+        .with(Arc::new(Slot::<PvcProtectionWorld>::new(Arc::new(pvc))))
+        .with(Arc::new(Slot::<ResourceClaimWorld>::new(Arc::new(claim))))
 }
 
 pub fn namespace(name: &str) -> Value {

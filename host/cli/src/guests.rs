@@ -36,17 +36,10 @@ fn options(dir: Option<&Path>) -> anyhow::Result<ModulesOptions> {
     Ok(ModulesOptions::new(dir))
 }
 
-fn deciders(modules: &Modules) -> Deciders {
-    Deciders {
-        pvc: modules.pvc(),
-        claim: modules.claim(),
-    }
-}
-
 /// Loads both controllers' modules once (no watching): for `simulate`.
 pub async fn load_deciders(dir: Option<&Path>) -> anyhow::Result<Deciders> {
     let modules = Modules::open(options(dir)?).await?;
-    Ok(deciders(&modules))
+    Ok(modules.deciders())
 }
 
 /// Loads the modules and keeps them current while the returned guard lives:
@@ -68,7 +61,7 @@ pub async fn serve(
         rescan: Duration::from_secs(args.rescan_seconds.max(1)),
         ..WatchOptions::default()
     })?;
-    Ok((deciders(&modules), watching))
+    Ok((modules.deciders(), watching))
 }
 
 /// Feeds the metrics endpoint's guest series from module activations.

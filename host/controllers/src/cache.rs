@@ -7,23 +7,23 @@
 //! their last known state (client-go's tombstones).
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Resource};
-use serde::de::DeserializeOwned;
+use kube::{Api, Client};
 use tokio::sync::Notify;
+
+use crate::projection::Watched;
 
 pub use rekon_machinery::ObjectKey;
 
 /// What a cache stores: the projection of one object.
 pub trait Projection: Send + Sync + 'static {
     fn key(&self) -> ObjectKey;
-    /// `metadata.resourceVersion`, an integer on every API server rekon talks to.
-    fn resource_version(&self) -> u64;
+    /// `metadata.resourceVersion`: opaque, only ever compared for equality.
+    fn resource_version(&self) -> &str;
 }
 
 /// A change the cache applied, handed to event handlers after the store is updated.
@@ -95,6 +95,15 @@ impl<P: Projection> Cache<P> {
             .collect()
     }
 
+    /// How many objects index `index` maps to `value` (no copying).
+    pub fn count_by_index(&self, index: &str, value: &str) -> usize {
+        let inner = self.inner.read().unwrap();
+        let Some(idx) = inner.indexes.iter().find(|i| i.name == index) else {
+            panic!("cache has no index named {index:?}");
+        };
+        idx.keys_by_value.get(value).map_or(0, HashSet::len)
+    }
+
     /// Every object, sorted by key.
     pub fn list(&self) -> Vec<Arc<P>> {
         let inner = self.inner.read().unwrap();
@@ -139,18 +148,17 @@ impl<P: Projection> Cache<P> {
         Change::Applied { old, new }
     }
 
-    /// Records the object a write of ours returned, unless the cache already holds
-    /// a newer version (or no longer holds the object). No change is reported: the
-    /// watch event for the write follows and is handled as usual. A response may
-    /// carry the version it replaced (removing the last finalizer does), hence `>=`.
-    pub fn apply_own_write(&self, obj: P) {
+    /// Records the object a write of ours returned, if the cache still holds the
+    /// version the write was conditioned on (`written_over`). resourceVersions are
+    /// opaque: a cache that moved on (the watch delivered this write or a later
+    /// one) is left alone, and an object no longer cached is never resurrected.
+    /// No change is reported: the watch event for the write follows as usual.
+    pub fn apply_own_write(&self, obj: P, written_over: &str) {
         let key = obj.key();
         let mut inner = self.inner.write().unwrap();
-        let Some(cached) = inner.objects.get(&key) else {
-            return;
-        };
-        if obj.resource_version() < cached.resource_version() {
-            return;
+        match inner.objects.get(&key) {
+            Some(cached) if cached.resource_version() == written_over => {}
+            _ => return,
         }
         let new = Arc::new(obj);
         if let Some(old) = inner.objects.insert(key.clone(), new.clone()) {
@@ -167,25 +175,28 @@ impl<P: Projection> Cache<P> {
         Some(Change::Deleted(old))
     }
 
-    /// Replaces the whole content after a (re-)list; objects not listed again
-    /// are reported deleted with their last known state.
+    /// Replaces the whole content after a (re-)list in one atomic swap (as
+    /// kube-runtime's reflector does): readers see the old store or the new one,
+    /// never a mix. Objects not listed again are reported deleted with their last
+    /// known state.
     pub fn replace(&self, objs: Vec<P>) -> Vec<Change<P>> {
-        let mut listed: HashSet<ObjectKey> = HashSet::with_capacity(objs.len());
         let mut changes = Vec::with_capacity(objs.len());
-        for obj in objs {
-            listed.insert(obj.key());
-            changes.push(self.apply(obj));
+        {
+            let mut inner = self.inner.write().unwrap();
+            let mut previous = std::mem::take(&mut inner.objects);
+            for idx in &mut inner.indexes {
+                idx.keys_by_value.clear();
+            }
+            for obj in objs {
+                let new = Arc::new(obj);
+                let key = new.key();
+                inner.index(&key, &new);
+                let old = previous.remove(&key);
+                inner.objects.insert(key, new.clone());
+                changes.push(Change::Applied { old, new });
+            }
+            changes.extend(previous.into_values().map(Change::Deleted));
         }
-        let gone: Vec<ObjectKey> = {
-            let inner = self.inner.read().unwrap();
-            inner
-                .objects
-                .keys()
-                .filter(|k| !listed.contains(*k))
-                .cloned()
-                .collect()
-        };
-        changes.extend(gone.iter().filter_map(|k| self.delete(k)));
         self.synced.store(true, Ordering::Release);
         self.synced_notify.notify_waiters();
         changes
@@ -224,17 +235,15 @@ impl<P> Inner<P> {
     }
 }
 
-/// Feeds `cache` from a watch of `api` until the stream ends (never, unless the
-/// task is aborted), projecting each object with `project` and passing every
-/// change to `on_change`.
-pub async fn reflect<K, P, F, H>(api: Api<K>, cache: Arc<Cache<P>>, project: F, on_change: H)
+/// Feeds `P`'s cache from a watch of every `P::Object` until the stream ends
+/// (never, unless the task is aborted), passing every change to `on_change`.
+pub async fn reflect<P, H>(client: Client, cache: Arc<Cache<P>>, on_change: H)
 where
-    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + 'static,
-    P: Projection,
-    F: Fn(&K) -> P,
+    P: Watched,
     H: Fn(Change<P>),
 {
     let mut relist: Option<Vec<P>> = None;
+    let api = Api::<P::Object>::all(client);
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
@@ -249,16 +258,16 @@ where
         match event {
             watcher::Event::Init => relist = Some(Vec::new()),
             watcher::Event::InitApply(obj) => {
-                relist.get_or_insert_with(Vec::new).push(project(&obj));
+                relist.get_or_insert_with(Vec::new).push(P::project(&obj));
             }
             watcher::Event::InitDone => {
                 for change in cache.replace(relist.take().unwrap_or_default()) {
                     on_change(change);
                 }
             }
-            watcher::Event::Apply(obj) => on_change(cache.apply(project(&obj))),
+            watcher::Event::Apply(obj) => on_change(cache.apply(P::project(&obj))),
             watcher::Event::Delete(obj) => {
-                let projected = project(&obj);
+                let projected = P::project(&obj);
                 match cache.delete(&projected.key()) {
                     Some(change) => on_change(change),
                     None => on_change(Change::Deleted(Arc::new(projected))),
@@ -283,9 +292,8 @@ mod tests {
         fn key(&self) -> ObjectKey {
             ObjectKey::new(self.ns, self.name)
         }
-        fn resource_version(&self) -> u64 {
-            let digits: String = self.tag.chars().filter(char::is_ascii_digit).collect();
-            digits.parse().unwrap_or(0)
+        fn resource_version(&self) -> &str {
+            self.tag
         }
     }
 
@@ -353,22 +361,37 @@ mod tests {
     }
 
     #[test]
-    fn own_writes_never_regress_the_cache() {
+    fn own_writes_apply_only_over_the_version_they_were_conditioned_on() {
         let cache = Cache::new().with_index("tag", by_tag);
         cache.apply(obj("a", "v5"));
-        cache.apply_own_write(obj("a", "v4"));
-        assert_eq!(cache.get(&ObjectKey::new("ns", "a")).unwrap().tag, "v5");
-        cache.apply_own_write(obj("a", "v5b"));
+        cache.apply_own_write(obj("a", "v6"), "v4");
         assert_eq!(
             cache.get(&ObjectKey::new("ns", "a")).unwrap().tag,
-            "v5b",
-            "same version: ours"
+            "v5",
+            "the cache moved on: keep it"
         );
-        assert_eq!(cache.by_index("tag", "ns/v5b").len(), 1);
-        cache.apply_own_write(obj("gone", "v9"));
+        cache.apply_own_write(obj("a", "v6"), "v5");
+        assert_eq!(cache.get(&ObjectKey::new("ns", "a")).unwrap().tag, "v6");
+        assert_eq!(cache.by_index("tag", "ns/v6").len(), 1);
+        assert!(cache.by_index("tag", "ns/v5").is_empty());
+        cache.apply_own_write(obj("gone", "v9"), "v8");
         assert!(
             cache.get(&ObjectKey::new("ns", "gone")).is_none(),
             "a write never resurrects"
         );
+    }
+
+    #[test]
+    fn a_relist_swaps_the_store_and_indexes_at_once() {
+        let cache = Cache::new().with_index("tag", by_tag);
+        cache.apply(obj("a", "x"));
+        cache.apply(obj("b", "x"));
+        let changes = cache.replace(vec![obj("b", "y"), obj("c", "x")]);
+        assert_eq!(changes.len(), 3);
+        assert_eq!(cache.count_by_index("tag", "ns/x"), 1);
+        assert_eq!(cache.count_by_index("tag", "ns/y"), 1);
+        assert!(matches!(&changes[0], Change::Applied { old: Some(old), .. } if old.tag == "x"));
+        assert!(matches!(&changes[1], Change::Applied { old: None, .. }));
+        assert!(matches!(&changes[2], Change::Deleted(old) if old.name == "a"));
     }
 }

@@ -12,6 +12,7 @@ use rekon_machinery::enqueue::{pvc_protection, resource_claim};
 use crate::cache::Cache;
 use crate::journal::Journal;
 use crate::observe::Observer;
+use crate::pool::DecisionPool;
 use crate::projection::CachedPod;
 
 /// Pod index: `ns/<pvc>` for each PVC the pod's volumes name (ephemeral: `<pod>-<volume>`).
@@ -22,6 +23,9 @@ pub const PODS_BY_CLAIM: &str = "claim";
 pub const PODS_BY_TEMPLATE: &str = "template";
 /// Claim index: the UID of the controlling owner pod.
 pub const CLAIMS_BY_OWNER_UID: &str = "owner-uid";
+/// Claim index: [`ALLOCATED`] for allocated claims (the claim gauge counts it).
+pub const CLAIMS_BY_ALLOCATION: &str = "allocation";
+pub const ALLOCATED: &str = "allocated";
 
 pub struct Caches {
     pub pods: Arc<Cache<CachedPod>>,
@@ -40,16 +44,18 @@ impl Caches {
                     .with_index(PODS_BY_TEMPLATE, |p: &CachedPod| template_names(&p.pod)),
             ),
             pvcs: Arc::new(Cache::new()),
-            claims: Arc::new(Cache::new().with_index(CLAIMS_BY_OWNER_UID, owner_pod_uids)),
+            claims: Arc::new(
+                Cache::new()
+                    .with_index(CLAIMS_BY_OWNER_UID, owner_pod_uids)
+                    .with_index(CLAIMS_BY_ALLOCATION, |c: &model::ResourceClaim| {
+                        c.allocated
+                            .then(|| ALLOCATED.to_string())
+                            .into_iter()
+                            .collect()
+                    }),
+            ),
             templates: Arc::new(Cache::new()),
         }
-    }
-
-    pub fn all_synced(&self) -> bool {
-        self.pods.is_synced()
-            && self.pvcs.is_synced()
-            && self.claims.is_synced()
-            && self.templates.is_synced()
     }
 }
 
@@ -88,6 +94,8 @@ pub struct Context {
     pub caches: Caches,
     pub journal: Arc<Journal>,
     pub observer: Arc<dyn Observer>,
+    /// Where decisions run (blocking threads, bounded).
+    pub pool: DecisionPool,
     recorder: Recorder,
 }
 
@@ -103,6 +111,7 @@ impl Context {
             caches: Caches::new(),
             journal,
             observer,
+            pool: DecisionPool::default(),
         }
     }
 

@@ -1,15 +1,20 @@
-//! Who makes the decisions: a guest component, or the same logic linked natively.
+//! Who makes the decisions: a guest component (or, in tests and benches, the
+//! same logic linked natively), behind one trait generic over the WIT world.
 //!
-//! Controllers only see these traits. The active implementation sits in a
+//! Controllers only see [`Decider<W>`]. The active implementation sits in a
 //! [`Slot`] (an atomic pointer), so a new module version is published with one
 //! store and decisions in flight finish on the version they loaded.
 
-use std::collections::VecDeque;
+use std::any::Any;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
+use rekon_contract::WitWorld;
+use rekon_runtime::GuestWorld;
+
+use crate::observe::DecisionFailure;
 
 /// Which module made a decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,91 +25,138 @@ pub struct GuestInfo {
 }
 
 /// A decision that produced no result: trap, deadline, memory cap, bad module.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("guest {guest}: {message}")]
 pub struct DecideError {
     pub guest: String,
     pub message: String,
-    pub failure: crate::observe::DecisionFailure,
+    pub failure: DecisionFailure,
 }
 
-pub trait PvcDecider: Send + Sync {
+/// Makes the decisions of world `W`. Blocking: the host calls it on its
+/// decision pool, never on an async worker.
+pub trait Decider<W: WitWorld>: Send + Sync {
     fn info(&self) -> GuestInfo;
-    fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError>;
-}
-
-pub trait ClaimDecider: Send + Sync {
-    fn info(&self) -> GuestInfo;
-    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError>;
-    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError>;
+    fn decide(&self, key: &str, input: W::Input) -> Result<W::Decision, DecideError>;
 }
 
 /// The active decider of one controller, swappable while decisions run.
-pub struct Slot<T: ?Sized>(ArcSwap<Arc<T>>);
+pub struct Slot<W: WitWorld>(ArcSwap<Arc<dyn Decider<W>>>);
 
-impl<T: ?Sized> Slot<T> {
-    pub fn new(decider: Arc<T>) -> Self {
+impl<W: WitWorld> Slot<W> {
+    pub fn new(decider: Arc<dyn Decider<W>>) -> Self {
         Self(ArcSwap::from_pointee(decider))
     }
 
     /// The decider to use for one whole decision (kept even if a swap happens).
-    pub fn current(&self) -> Arc<T> {
+    pub fn current(&self) -> Arc<dyn Decider<W>> {
         Arc::clone(&self.0.load())
     }
 
     /// Publishes a new decider; returns the previous one.
-    pub fn swap(&self, decider: Arc<T>) -> Arc<T> {
+    pub fn swap(&self, decider: Arc<dyn Decider<W>>) -> Arc<dyn Decider<W>> {
         Arc::clone(&self.0.swap(Arc::new(decider)))
     }
 }
 
-/// The reference logic linked into the host: same decisions, no sandbox.
-/// Used to compare wasm against native throughput and as a fallback in tests.
+/// The slots of every world, by world: what the host gives its controllers.
+#[derive(Clone, Default)]
+pub struct Deciders(HashMap<&'static str, Arc<dyn Any + Send + Sync>>);
+
+impl Deciders {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the slot of world `W`.
+    pub fn insert<W: WitWorld>(&mut self, slot: Arc<Slot<W>>) {
+        self.0.insert(W::NAME, slot);
+    }
+
+    /// Builder form of [`Self::insert`].
+    pub fn with<W: WitWorld>(mut self, slot: Arc<Slot<W>>) -> Self {
+        self.insert(slot);
+        self
+    }
+
+    /// The slot of world `W`, if one was given.
+    pub fn get<W: WitWorld>(&self) -> Option<Arc<Slot<W>>> {
+        self.0
+            .get(W::NAME)
+            .and_then(|slot| Arc::clone(slot).downcast::<Slot<W>>().ok())
+    }
+
+    /// Every world's slot holds `decider` (tests, benches).
+    pub fn all<D>(decider: Arc<D>) -> Self
+    where
+        D: Decider<rekon_contract::PvcProtectionWorld>
+            + Decider<rekon_contract::ResourceClaimWorld>
+            + 'static,
+    {
+        Self::new()
+            .with(Arc::new(Slot::<rekon_contract::PvcProtectionWorld>::new(
+                decider.clone(),
+            )))
+            .with(Arc::new(Slot::<rekon_contract::ResourceClaimWorld>::new(
+                decider,
+            )))
+    }
+}
+
+/// The reference logic linked into the host: same decisions, no sandbox. Only
+/// with the `native` feature (benches and tests compare wasm against it).
+#[cfg(feature = "native")]
 pub struct Native;
 
-fn native_info(name: &str) -> GuestInfo {
-    GuestInfo {
-        name: name.to_string(),
-        digest: "native".to_string(),
-    }
-}
+#[cfg(feature = "native")]
+mod native {
+    use rekon_contract::{
+        PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld,
+    };
+    use rekon_guest::model::{PvcDecision, PvcInput};
 
-impl PvcDecider for Native {
-    fn info(&self) -> GuestInfo {
-        native_info("pvc-protection")
-    }
+    use super::{DecideError, Decider, GuestInfo, Native};
 
-    fn decide(&self, _key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
-        Ok(rekon_guest_pvc_protection::logic::decide(&input.into()))
-    }
-}
-
-impl ClaimDecider for Native {
-    fn info(&self) -> GuestInfo {
-        native_info("resource-claim")
+    fn info(name: &str) -> GuestInfo {
+        GuestInfo {
+            name: name.to_string(),
+            digest: "native".to_string(),
+        }
     }
 
-    fn decide_pod(&self, _key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        Ok(rekon_guest_resource_claim::logic::decide_pod(&input))
+    impl Decider<PvcProtectionWorld> for Native {
+        fn info(&self) -> GuestInfo {
+            info("pvc-protection")
+        }
+
+        fn decide(&self, _key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
+            Ok(rekon_guest_pvc_protection::logic::decide(&input.into()))
+        }
     }
 
-    fn decide_claim(&self, _key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        Ok(rekon_guest_resource_claim::logic::decide_claim(
-            &input.into(),
-        ))
-    }
-}
+    impl Decider<ResourceClaimWorld> for Native {
+        fn info(&self) -> GuestInfo {
+            info("resource-claim")
+        }
 
-fn guest_info(guest: &rekon_runtime::GuestPre) -> GuestInfo {
-    GuestInfo {
-        name: guest.id().name().to_string(),
-        digest: guest.id().digest().to_string(),
+        fn decide(
+            &self,
+            _key: &str,
+            input: ResourceClaimInput,
+        ) -> Result<ResourceClaimDecision, DecideError> {
+            use rekon_guest_resource_claim::logic;
+            Ok(match input {
+                ResourceClaimInput::Pod(i) => ResourceClaimDecision::Pod(logic::decide_pod(&i)),
+                ResourceClaimInput::Claim(i) => {
+                    ResourceClaimDecision::Claim(logic::decide_claim(&i.into()))
+                }
+            })
+        }
     }
 }
 
 /// A runtime failure as the controllers see it, naming the key.
 pub fn guest_error(key: &str, err: rekon_runtime::RuntimeError) -> DecideError {
-    use crate::observe::DecisionFailure;
     use rekon_runtime::Failure;
     let failure = match &err.failure {
         Failure::Trap { .. } => DecisionFailure::Trap,
@@ -119,57 +171,24 @@ pub fn guest_error(key: &str, err: rekon_runtime::RuntimeError) -> DecideError {
     }
 }
 
-/// Runs a guest call from async code.
-///
-/// Sync WASI (a guest writing to stderr: its panic message, typically) blocks
-/// on the ambient tokio runtime, which panics on a runtime worker thread. The
-/// call runs directly first, at no cost; one that hit this runs again with the
-/// worker handed off (`block_in_place`). Decisions are pure, so the second run
-/// decides the same.
-pub fn guest_call<R>(call: impl Fn() -> R) -> R {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&call)) {
-        Ok(result) => result,
-        Err(panic) => match Handle::try_current() {
-            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(call)
-            }
-            _ => std::panic::resume_unwind(panic),
-        },
-    }
-}
-
 /// A loaded component decides (a fresh, limited store per decision).
-impl PvcDecider for rekon_runtime::GuestPre {
+impl<W: GuestWorld> Decider<W> for rekon_runtime::GuestPre {
     fn info(&self) -> GuestInfo {
-        guest_info(self)
+        GuestInfo {
+            name: self.id().name().to_string(),
+            digest: self.id().digest().to_string(),
+        }
     }
 
-    fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
-        guest_call(|| self.decide_pvc(input.clone())).map_err(|e| guest_error(key, e))
-    }
-}
-
-impl ClaimDecider for rekon_runtime::GuestPre {
-    fn info(&self) -> GuestInfo {
-        guest_info(self)
-    }
-
-    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        guest_call(|| rekon_runtime::GuestPre::decide_pod(self, input.clone()))
-            .map_err(|e| guest_error(key, e))
-    }
-
-    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        guest_call(|| rekon_runtime::GuestPre::decide_claim(self, input.clone()))
-            .map_err(|e| guest_error(key, e))
+    fn decide(&self, key: &str, input: W::Input) -> Result<W::Decision, DecideError> {
+        rekon_runtime::GuestPre::decide::<W>(self, input).map_err(|e| guest_error(key, e))
     }
 }
 
 /// One decision on which a shadow decider disagreed with the active one.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ShadowDifference {
-    /// `decide`, `decide-pod` or `decide-claim`.
+    /// The WIT function: `decide`, `decide-pod`, `decide-claim`, ...
     pub decision: &'static str,
     pub key: String,
     /// The applied decision (model serde form).
@@ -177,7 +196,6 @@ pub struct ShadowDifference {
     /// The shadow's decision, or `{"error": ...}` when it failed.
     pub shadow: serde_json::Value,
 }
-
 /// How one shadow decision compared with the active one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShadowVerdict {
@@ -312,14 +330,18 @@ impl ShadowTally {
 
 /// Runs a candidate beside the active decider on the same input and applies
 /// only the active result: the shadow can neither change nor fail a decision.
-pub struct Shadowed<T: ?Sized> {
-    active: Arc<T>,
-    shadow: Arc<T>,
+pub struct Shadowed<W: WitWorld> {
+    active: Arc<dyn Decider<W>>,
+    shadow: Arc<dyn Decider<W>>,
     tally: Arc<ShadowTally>,
 }
 
-impl<T: ?Sized> Shadowed<T> {
-    pub fn new(active: Arc<T>, shadow: Arc<T>, tally: Arc<ShadowTally>) -> Self {
+impl<W: WitWorld> Shadowed<W> {
+    pub fn new(
+        active: Arc<dyn Decider<W>>,
+        shadow: Arc<dyn Decider<W>>,
+        tally: Arc<ShadowTally>,
+    ) -> Self {
         Self {
             active,
             shadow,
@@ -332,40 +354,17 @@ impl<T: ?Sized> Shadowed<T> {
     }
 }
 
-impl PvcDecider for Shadowed<dyn PvcDecider> {
+impl<W: WitWorld> Decider<W> for Shadowed<W> {
     fn info(&self) -> GuestInfo {
         self.active.info()
     }
 
-    fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
+    fn decide(&self, key: &str, input: W::Input) -> Result<W::Decision, DecideError> {
+        let function = W::function(&input);
         let active = self.active.decide(key, input.clone());
         let shadow = self.shadow.decide(key, input);
         let guests = (&self.active.info(), &self.shadow.info());
-        self.tally.compare("decide", key, &active, shadow, guests);
-        active
-    }
-}
-
-impl ClaimDecider for Shadowed<dyn ClaimDecider> {
-    fn info(&self) -> GuestInfo {
-        self.active.info()
-    }
-
-    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        let active = self.active.decide_pod(key, input.clone());
-        let shadow = self.shadow.decide_pod(key, input);
-        let guests = (&self.active.info(), &self.shadow.info());
-        self.tally
-            .compare("decide-pod", key, &active, shadow, guests);
-        active
-    }
-
-    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        let active = self.active.decide_claim(key, input.clone());
-        let shadow = self.shadow.decide_claim(key, input);
-        let guests = (&self.active.info(), &self.shadow.info());
-        self.tally
-            .compare("decide-claim", key, &active, shadow, guests);
+        self.tally.compare(function, key, &active, shadow, guests);
         active
     }
 }
@@ -373,29 +372,33 @@ impl ClaimDecider for Shadowed<dyn ClaimDecider> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rekon_guest::model::PvcAction;
+    use rekon_contract::PvcProtectionWorld as Pvc;
+    use rekon_guest::model::{PvcAction, PvcDecision, PvcInput};
 
     /// Decides a fixed answer, or fails.
     struct Fixed(Result<PvcDecision, &'static str>, &'static str);
 
-    impl PvcDecider for Fixed {
+    impl Decider<Pvc> for Fixed {
         fn info(&self) -> GuestInfo {
-            native_info(self.1)
+            GuestInfo {
+                name: self.1.into(),
+                digest: "fixed".into(),
+            }
         }
 
         fn decide(&self, _key: &str, _input: PvcInput) -> Result<PvcDecision, DecideError> {
             self.0.clone().map_err(|message| DecideError {
                 guest: self.1.into(),
                 message: message.into(),
-                failure: crate::observe::DecisionFailure::Trap,
+                failure: DecisionFailure::Trap,
             })
         }
     }
 
-    fn shadowed(active: Fixed, shadow: Fixed) -> (Shadowed<dyn PvcDecider>, Arc<ShadowTally>) {
+    fn shadowed(active: Fixed, shadow: Fixed) -> (Shadowed<Pvc>, Arc<ShadowTally>) {
         let tally = Arc::new(ShadowTally::new(2));
-        let active: Arc<dyn PvcDecider> = Arc::new(active);
-        let shadow: Arc<dyn PvcDecider> = Arc::new(shadow);
+        let active: Arc<dyn Decider<Pvc>> = Arc::new(active);
+        let shadow: Arc<dyn Decider<Pvc>> = Arc::new(shadow);
         (Shadowed::new(active, shadow, tally.clone()), tally)
     }
 
@@ -484,13 +487,13 @@ mod tests {
         let tally = Arc::new(
             ShadowTally::new(0).with_hook(Box::new(move |v| sink.lock().unwrap().push(v))),
         );
-        let active: Arc<dyn PvcDecider> = Arc::new(Fixed(Ok(PvcDecision::NeedLivePods), "a"));
+        let active: Arc<dyn Decider<Pvc>> = Arc::new(Fixed(Ok(PvcDecision::NeedLivePods), "a"));
         for shadow in [
             Ok(PvcDecision::NeedLivePods),
             Ok(PvcDecision::Actions(vec![])),
             Err("x"),
         ] {
-            let shadow: Arc<dyn PvcDecider> = Arc::new(Fixed(shadow, "s"));
+            let shadow: Arc<dyn Decider<Pvc>> = Arc::new(Fixed(shadow, "s"));
             Shadowed::new(active.clone(), shadow, tally.clone())
                 .decide("k", PvcInput::default())
                 .unwrap();

@@ -1,37 +1,62 @@
-//! The host: reflectors feeding the caches, event handlers feeding the queues,
-//! workers turning keys into decisions and writes.
+//! The host: runs the registered controllers that `--controllers` selects and
+//! the server serves, each with its queue and panic-safe workers, over shared
+//! reflectors; reports idleness, readiness and pending keys across all of them.
 
+use std::any::Any;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
-use kube::{Api, Client};
+use kube::Client;
 use rekon_machinery::queue::{QueueConfig, WorkQueue};
 use tokio::task::JoinHandle;
 
-use crate::cache::{ObjectKey, reflect};
 use crate::context::Context;
-use crate::decider::{ClaimDecider, PvcDecider, Slot};
+use crate::decider::Deciders;
 use crate::journal::Journal;
-use crate::observe::{Observer, ReconcileResult};
-use crate::projection::{self, CachedPod};
-use crate::pvc_protection::PvcProtection;
-use crate::reconcile::Outcome;
-use crate::resource_claim::{ClaimControllerKey, ResourceClaimController};
+use crate::observe::Observer;
+use crate::reconciler::{QueueView, Reconciler, WorkerCount, work};
+use crate::registry::{CONTROLLERS, Registration, Selection, missing_apis};
+use crate::watches::{Feeds, Watches};
 
 /// How the host runs.
 pub struct HostConfig {
     /// Workers per controller (one key is never reconciled twice at once).
     pub workers: usize,
-    pub pvc_decider: Arc<Slot<dyn PvcDecider>>,
-    pub claim_decider: Arc<Slot<dyn ClaimDecider>>,
+    /// The decision slot of each controller's world.
+    pub deciders: Deciders,
+    /// Which controllers run (`--controllers`).
+    pub controllers: Selection,
     pub journal: Arc<Journal>,
     pub queue: QueueConfig,
     /// Metrics hooks (reconciles, decisions, queues).
     pub observer: Arc<dyn Observer>,
+    /// How often a controller whose API is not served asks discovery again.
+    pub discovery_interval: Duration,
+}
+
+impl HostConfig {
+    pub fn new(deciders: Deciders, journal: Arc<Journal>, observer: Arc<dyn Observer>) -> Self {
+        Self {
+            workers: 2,
+            deciders,
+            controllers: Selection::default(),
+            journal,
+            queue: QueueConfig::default(),
+            observer,
+            discovery_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("controller {controller}: no decision module for world {world}")]
+    NoDecider {
+        controller: &'static str,
+        world: &'static str,
+    },
 }
 
 /// Keys that did not settle before a deadline.
@@ -54,186 +79,239 @@ impl Activity {
     }
 }
 
+/// A started controller.
+pub(crate) struct Running {
+    name: &'static str,
+    queue: Arc<dyn QueueView>,
+    workers: Vec<JoinHandle<()>>,
+    count: Arc<WorkerCount>,
+    controller: Arc<dyn Any + Send + Sync>,
+}
+
+/// What the host's tasks share.
+pub(crate) struct Shared {
+    ctx: Arc<Context>,
+    feeds: Feeds,
+    deciders: Deciders,
+    workers: usize,
+    queue: QueueConfig,
+    activity: Arc<Activity>,
+    /// Set at shutdown: workers take no new key, nothing more starts.
+    stopping: Arc<AtomicBool>,
+    running: Mutex<Vec<Running>>,
+    /// Controllers whose first discovery answer is still outstanding.
+    undiscovered: AtomicUsize,
+}
+
+/// Starts controller `R`: its queue, its watches, its workers.
+pub(crate) fn start<R: Reconciler>(shared: &Shared) -> Result<Running, StartError> {
+    let slot = shared
+        .deciders
+        .get::<R::World>()
+        .ok_or(StartError::NoDecider {
+            controller: R::NAME,
+            world: <R::World as rekon_contract::WitWorld>::NAME,
+        })?;
+    let ctx = shared.ctx.clone();
+    let controller = Arc::new(R::new(ctx.clone(), slot));
+    let queue = Arc::new(WorkQueue::<R::Key>::with_metrics(
+        QueueConfig {
+            name: R::NAME.into(),
+            ..shared.queue.clone()
+        },
+        ctx.observer.queue_metrics(R::NAME),
+    ));
+    let mut watches = Watches::new(&shared.feeds, queue.clone());
+    controller.watches(&mut watches);
+    let gates = Arc::new(watches.into_gates());
+    let count = Arc::new(WorkerCount {
+        expected: shared.workers.max(1),
+        ..WorkerCount::default()
+    });
+    let activity = shared.activity.clone();
+    let on_done: Arc<dyn Fn() + Send + Sync> = Arc::new(move || activity.touch());
+    let workers = (0..count.expected)
+        .map(|_| {
+            tokio::spawn(work(
+                controller.clone(),
+                ctx.clone(),
+                queue.clone(),
+                gates.clone(),
+                count.clone(),
+                shared.stopping.clone(),
+                on_done.clone(),
+            ))
+        })
+        .collect();
+    ctx.observer.controller_enabled(R::NAME, true);
+    tracing::info!(controller = R::NAME, "controller started");
+    Ok(Running {
+        name: R::NAME,
+        queue,
+        workers,
+        count,
+        controller,
+    })
+}
+
+impl Shared {
+    fn launch(&self, registration: &Registration) {
+        if self.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        match (registration.start)(self) {
+            Ok(running) => self.running.lock().unwrap().push(running),
+            Err(err) => tracing::error!(error = %err, "controller not started"),
+        }
+    }
+
+    /// Waits until the server serves every API of `registration`, then starts it.
+    async fn discover_then_start(
+        self: Arc<Self>,
+        registration: &'static Registration,
+        every: Duration,
+    ) {
+        let mut first = true;
+        let mut logged = false;
+        loop {
+            match missing_apis(&self.ctx.client, registration.apis).await {
+                Ok(missing) if missing.is_empty() => {
+                    self.launch(registration);
+                    if first {
+                        self.undiscovered.fetch_sub(1, Ordering::AcqRel);
+                    }
+                    return;
+                }
+                Ok(missing) => {
+                    if !logged {
+                        tracing::warn!(controller = registration.name, missing = %missing.join(", "), every = ?every,
+                            "controller not started: the server does not serve its API; asking discovery again periodically");
+                        logged = true;
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(controller = registration.name, error = %err, "API discovery failed; asking again");
+                }
+            }
+            if first {
+                first = false;
+                self.undiscovered.fetch_sub(1, Ordering::AcqRel);
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    fn caches_synced(&self) -> bool {
+        self.feeds.all_synced()
+    }
+
+    /// Why this host is not ready, if it is not.
+    fn unready(&self) -> Option<String> {
+        let mut reasons = Vec::new();
+        if !self.caches_synced() {
+            reasons.push("informer caches not synced".to_string());
+        }
+        for running in self.running.lock().unwrap().iter() {
+            let alive = running.count.running.load(Ordering::Acquire);
+            if alive < running.count.expected {
+                reasons.push(format!(
+                    "{}: {} of {} workers not running",
+                    running.name,
+                    running.count.expected - alive,
+                    running.count.expected
+                ));
+            }
+        }
+        (!reasons.is_empty()).then(|| reasons.join("; "))
+    }
+}
+
+/// A cheap handle on a running host for readiness and metrics.
+#[derive(Clone)]
+pub struct HostProbe(Arc<Shared>);
+
+impl HostProbe {
+    /// Why the host is not ready (caches not synced, workers not running).
+    pub fn unready(&self) -> Option<String> {
+        self.0.unready()
+    }
+
+    /// The running controller of type `R`, if it started.
+    pub fn controller<R: Reconciler>(&self) -> Option<Arc<R>> {
+        self.0
+            .running
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r.name == R::NAME)
+            .and_then(|r| r.controller.clone().downcast::<R>().ok())
+    }
+
+    /// The names of the controllers running now.
+    pub fn running(&self) -> Vec<&'static str> {
+        self.0
+            .running
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.name)
+            .collect()
+    }
+}
+
 pub struct Host {
     pub ctx: Arc<Context>,
-    pub pvc_protection: Arc<PvcProtection>,
-    pub resource_claim: Arc<ResourceClaimController>,
-    pvc_queue: Arc<WorkQueue<ObjectKey>>,
-    claim_queue: Arc<WorkQueue<ClaimControllerKey>>,
-    reflectors: Vec<JoinHandle<()>>,
-    workers: Vec<JoinHandle<()>>,
-    activity: Arc<Activity>,
-    /// Set at shutdown: workers take no new key.
-    stopping: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    discovery: Vec<JoinHandle<()>>,
 }
 
 impl Host {
-    /// Starts the reflectors and the workers. Reconciles begin once the caches synced.
+    /// Starts the selected controllers: those on core APIs at once, the others
+    /// once discovery shows their APIs. Reconciles begin once their caches synced.
     pub fn start(client: Client, config: HostConfig) -> Self {
         let ctx = Arc::new(Context::new(
             client.clone(),
             config.journal,
             config.observer.clone(),
         ));
-        let pvc_protection = Arc::new(PvcProtection::new(ctx.clone(), config.pvc_decider));
-        let resource_claim = Arc::new(ResourceClaimController::new(
-            ctx.clone(),
-            config.claim_decider,
-        ));
-        let queue_config = |name: &str| QueueConfig {
-            name: name.into(),
-            ..config.queue.clone()
-        };
-        let pvc_queue: Arc<WorkQueue<ObjectKey>> = Arc::new(WorkQueue::with_metrics(
-            queue_config(crate::pvc_protection::NAME),
-            ctx.observer.queue_metrics(crate::pvc_protection::NAME),
-        ));
-        let claim_queue: Arc<WorkQueue<ClaimControllerKey>> = Arc::new(WorkQueue::with_metrics(
-            queue_config(crate::resource_claim::NAME),
-            ctx.observer.queue_metrics(crate::resource_claim::NAME),
-        ));
         let activity = Arc::new(Activity(Mutex::new(Instant::now())));
-
-        let mut reflectors = Vec::new();
-        {
-            let (pvcq, claimq, rc, act) = (
-                pvc_queue.clone(),
-                claim_queue.clone(),
-                resource_claim.clone(),
-                activity.clone(),
-            );
-            reflectors.push(tokio::spawn(reflect(
-                Api::<Pod>::all(client.clone()),
-                ctx.caches.pods.clone(),
-                CachedPod::from_pod,
-                move |change| {
-                    act.touch();
-                    PvcProtection::keys_for_pod(&change)
-                        .into_iter()
-                        .for_each(|k| pvcq.add(k));
-                    rc.keys_for_pod(&change)
-                        .into_iter()
-                        .for_each(|k| claimq.add(k));
-                },
-            )));
+        let touch = activity.clone();
+        let shared = Arc::new(Shared {
+            feeds: Feeds::new(client, ctx.clone(), Arc::new(move || touch.touch())),
+            ctx: ctx.clone(),
+            deciders: config.deciders,
+            workers: config.workers,
+            queue: config.queue,
+            activity,
+            stopping: Arc::new(AtomicBool::new(false)),
+            running: Mutex::default(),
+            undiscovered: AtomicUsize::new(0),
+        });
+        let mut discovery = Vec::new();
+        for registration in CONTROLLERS {
+            ctx.observer.controller_enabled(registration.name, false);
+            if !config.controllers.is_enabled(registration.name) {
+                tracing::info!(
+                    controller = registration.name,
+                    "controller disabled by --controllers"
+                );
+                continue;
+            }
+            if registration.apis.iter().all(|api| !api.contains('/')) {
+                shared.launch(registration);
+            } else {
+                shared.undiscovered.fetch_add(1, Ordering::AcqRel);
+                discovery.push(tokio::spawn(
+                    shared
+                        .clone()
+                        .discover_then_start(registration, config.discovery_interval),
+                ));
+            }
         }
-        {
-            let (pvcq, act) = (pvc_queue.clone(), activity.clone());
-            reflectors.push(tokio::spawn(reflect(
-                Api::<PersistentVolumeClaim>::all(client.clone()),
-                ctx.caches.pvcs.clone(),
-                projection::pvc,
-                move |change| {
-                    act.touch();
-                    PvcProtection::keys_for_pvc(&change)
-                        .into_iter()
-                        .for_each(|k| pvcq.add(k));
-                },
-            )));
-        }
-        {
-            let (claimq, rc, act) = (
-                claim_queue.clone(),
-                resource_claim.clone(),
-                activity.clone(),
-            );
-            reflectors.push(tokio::spawn(reflect(
-                Api::<ResourceClaim>::all(client.clone()),
-                ctx.caches.claims.clone(),
-                projection::claim,
-                move |change| {
-                    act.touch();
-                    rc.keys_for_claim(&change)
-                        .into_iter()
-                        .for_each(|k| claimq.add(k));
-                },
-            )));
-        }
-        {
-            let (claimq, rc, act) = (
-                claim_queue.clone(),
-                resource_claim.clone(),
-                activity.clone(),
-            );
-            reflectors.push(tokio::spawn(reflect(
-                Api::<ResourceClaimTemplate>::all(client.clone()),
-                ctx.caches.templates.clone(),
-                projection::template,
-                move |change| {
-                    act.touch();
-                    rc.keys_for_template(&change)
-                        .into_iter()
-                        .for_each(|k| claimq.add(k));
-                },
-            )));
-        }
-
-        let stopping = Arc::new(AtomicBool::new(false));
-        let mut workers = Vec::new();
-        for _ in 0..config.workers.max(1) {
-            let (q, c, ctx2, act, stop) = (
-                pvc_queue.clone(),
-                pvc_protection.clone(),
-                ctx.clone(),
-                activity.clone(),
-                stopping.clone(),
-            );
-            workers.push(tokio::spawn(async move {
-                ctx2.caches.pvcs.wait_synced().await;
-                ctx2.caches.pods.wait_synced().await;
-                while let Some(key) = q.get().await {
-                    if stop.load(Ordering::Acquire) {
-                        break;
-                    }
-                    let started = Instant::now();
-                    let outcome = c.reconcile(&key, started).await;
-                    ctx2.observer.reconciled(
-                        crate::pvc_protection::NAME,
-                        result_of(outcome),
-                        started.elapsed(),
-                    );
-                    q.finish(&key, outcome);
-                    act.touch();
-                }
-            }));
-            let (q, c, ctx2, act, stop) = (
-                claim_queue.clone(),
-                resource_claim.clone(),
-                ctx.clone(),
-                activity.clone(),
-                stopping.clone(),
-            );
-            workers.push(tokio::spawn(async move {
-                ctx2.caches.pods.wait_synced().await;
-                ctx2.caches.claims.wait_synced().await;
-                ctx2.caches.templates.wait_synced().await;
-                while let Some(key) = q.get().await {
-                    if stop.load(Ordering::Acquire) {
-                        break;
-                    }
-                    let started = Instant::now();
-                    let outcome = c.reconcile(&key).await;
-                    ctx2.observer.reconciled(
-                        crate::resource_claim::NAME,
-                        result_of(outcome),
-                        started.elapsed(),
-                    );
-                    q.finish(&key, outcome);
-                    act.touch();
-                }
-            }));
-        }
-
         Self {
             ctx,
-            pvc_protection,
-            resource_claim,
-            pvc_queue,
-            claim_queue,
-            reflectors,
-            workers,
-            activity,
-            stopping,
+            shared,
+            discovery,
         }
     }
 
@@ -241,19 +319,30 @@ impl Host {
         &self.ctx.journal
     }
 
+    /// Readiness and metrics handle.
+    pub fn probe(&self) -> HostProbe {
+        HostProbe(self.shared.clone())
+    }
+
+    /// The running controller of type `R`, if it started.
+    pub fn controller<R: Reconciler>(&self) -> Option<Arc<R>> {
+        self.probe().controller::<R>()
+    }
+
     /// Marks "something happened now" (e.g. a client write whose watch events are
     /// still on their way), so `wait_idle` waits its quiet period from here.
     pub fn touch(&self) {
-        self.activity.touch();
+        self.shared.activity.touch();
     }
 
     pub fn caches_synced(&self) -> bool {
-        self.ctx.caches.all_synced()
+        self.shared.caches_synced()
     }
 
-    /// Waits until the caches synced, both queues are empty with nothing in
-    /// flight, no requeue is due within `requeue_bound`, and nothing happened for
-    /// `quiet`. Fails after `timeout`, naming the keys still pending.
+    /// Waits until discovery answered, the caches synced, every queue is empty
+    /// with nothing in flight, no requeue is due within `requeue_bound`, and
+    /// nothing happened for `quiet`. Fails after `timeout`, naming the keys
+    /// still pending.
     pub async fn wait_idle(
         &self,
         quiet: Duration,
@@ -262,27 +351,30 @@ impl Host {
     ) -> Result<(), NotConverged> {
         let deadline = Instant::now() + timeout;
         loop {
-            let idle = self.caches_synced()
-                && self.pvc_queue.is_idle_within(requeue_bound)
-                && self.claim_queue.is_idle_within(requeue_bound)
-                && self.activity.quiet_for() >= quiet;
+            let idle = self.shared.undiscovered.load(Ordering::Acquire) == 0
+                && self.caches_synced()
+                && self
+                    .shared
+                    .running
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .all(|r| r.queue.is_idle_within(requeue_bound))
+                && self.shared.activity.quiet_for() >= quiet;
             if idle {
                 return Ok(());
             }
             if Instant::now() >= deadline {
                 let mut keys: BTreeSet<String> = BTreeSet::new();
-                keys.extend(
-                    self.pvc_queue
-                        .pending_keys()
-                        .iter()
-                        .map(|k| format!("pvc-protection {k}")),
-                );
-                keys.extend(
-                    self.claim_queue
-                        .pending_keys()
-                        .iter()
-                        .map(|k| format!("resource-claim {k}")),
-                );
+                for running in self.shared.running.lock().unwrap().iter() {
+                    keys.extend(
+                        running
+                            .queue
+                            .pending()
+                            .into_iter()
+                            .map(|k| format!("{} {k}", running.name)),
+                    );
+                }
                 if !self.caches_synced() {
                     keys.insert("(caches not synced)".into());
                 }
@@ -298,26 +390,27 @@ impl Host {
     /// the watches. Queued keys are dropped: the next start finds their work again
     /// from the cluster state.
     pub async fn shutdown(self, grace: Duration) {
-        self.stopping.store(true, Ordering::Release);
-        self.pvc_queue.shutdown();
-        self.claim_queue.shutdown();
-        let workers = futures::future::join_all(self.workers);
+        self.shared.stopping.store(true, Ordering::Release);
+        for task in &self.discovery {
+            task.abort();
+        }
+        let workers: Vec<JoinHandle<()>> = {
+            let mut running = self.shared.running.lock().unwrap();
+            running
+                .iter_mut()
+                .flat_map(|r| {
+                    r.queue.shutdown();
+                    std::mem::take(&mut r.workers)
+                })
+                .collect()
+        };
+        let workers = futures::future::join_all(workers);
         if tokio::time::timeout(grace, workers).await.is_err() {
             tracing::warn!(
                 ?grace,
                 "reconciles still running at shutdown were abandoned"
             );
         }
-        for r in self.reflectors {
-            r.abort();
-        }
-    }
-}
-
-fn result_of(outcome: Outcome) -> ReconcileResult {
-    match outcome {
-        Outcome::Done => ReconcileResult::Success,
-        Outcome::Retry => ReconcileResult::Error,
-        Outcome::RetryAfter(_) => ReconcileResult::RequeueAfter,
+        self.shared.feeds.stop();
     }
 }

@@ -54,23 +54,51 @@ impl Entry {
     }
 }
 
-/// Where journal entries go: memory (always) and optionally a JSONL sink.
-#[derive(Default)]
+/// Where journal entries go: memory (finite runs: simulate, tests) and/or a
+/// JSONL sink. `rekon run` keeps nothing in memory: a long-running host must
+/// not grow with its history.
 pub struct Journal {
-    entries: Mutex<Vec<Entry>>,
+    /// `None`: entries are not kept in memory.
+    entries: Option<Mutex<Vec<Entry>>>,
     sink: Mutex<Option<Box<dyn Write + Send>>>,
 }
 
+impl Default for Journal {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Journal {
+    /// Entries kept in memory.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            entries: Some(Mutex::default()),
+            sink: Mutex::new(None),
+        }
     }
 
-    /// Also write every entry as a JSON line to `sink`.
+    /// Kept in memory and written as JSON lines to `sink`.
     pub fn with_sink(sink: Box<dyn Write + Send>) -> Self {
         Self {
-            entries: Mutex::new(Vec::new()),
             sink: Mutex::new(Some(sink)),
+            ..Self::new()
+        }
+    }
+
+    /// Only written as JSON lines to `sink`.
+    pub fn to_sink(sink: Box<dyn Write + Send>) -> Self {
+        Self {
+            entries: None,
+            sink: Mutex::new(Some(sink)),
+        }
+    }
+
+    /// Records nothing.
+    pub fn disabled() -> Self {
+        Self {
+            entries: None,
+            sink: Mutex::new(None),
         }
     }
 
@@ -81,12 +109,17 @@ impl Journal {
                 tracing::warn!(error = %err, "could not write the journal");
             }
         }
-        self.entries.lock().unwrap().push(entry);
+        if let Some(entries) = &self.entries {
+            entries.lock().unwrap().push(entry);
+        }
     }
 
     /// A copy of every entry so far.
     pub fn entries(&self) -> Vec<Entry> {
-        self.entries.lock().unwrap().clone()
+        self.entries
+            .as_ref()
+            .map(|e| e.lock().unwrap().clone())
+            .unwrap_or_default()
     }
 
     /// The write entries, in order.
@@ -135,5 +168,37 @@ mod tests {
         assert_eq!(line["preconditions"]["resourceVersion"], "7");
         assert!(line["preconditions"].get("uid").is_none());
         assert_eq!(journal.writes().len(), 1);
+    }
+
+    #[test]
+    fn a_sink_only_journal_keeps_nothing_in_memory() {
+        let out = Shared::default();
+        let journal = Journal::to_sink(Box::new(out.clone()));
+        for _ in 0..3 {
+            journal.record(Entry::Decision {
+                controller: "c".into(),
+                key: "k".into(),
+                guest: "g".into(),
+                digest: "d".into(),
+                input: Value::Null,
+                outcome: Value::Null,
+            });
+        }
+        assert!(journal.entries().is_empty());
+        assert_eq!(
+            String::from_utf8(out.0.lock().unwrap().clone())
+                .unwrap()
+                .lines()
+                .count(),
+            3
+        );
+        Journal::disabled().record(Entry::Decision {
+            controller: "c".into(),
+            key: "k".into(),
+            guest: "g".into(),
+            digest: "d".into(),
+            input: Value::Null,
+            outcome: Value::Null,
+        });
     }
 }

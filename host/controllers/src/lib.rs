@@ -1,5 +1,9 @@
-//! The controllers: which events enqueue which keys, how a key becomes a decision
-//! input, and how the decision's actions are validated and written.
+//! The controllers and their runtime: which events enqueue which keys, how a key
+//! becomes a decision input (decided on the blocking decision pool), and how the
+//! decision's actions are validated and written.
+//!
+//! A controller is a [`reconciler::Reconciler`] listed in
+//! [`registry::CONTROLLERS`]; the [`host::Host`] runs every selected one.
 
 pub mod cache;
 pub mod context;
@@ -7,8 +11,12 @@ pub mod decider;
 pub mod host;
 pub mod journal;
 pub mod observe;
+pub mod pool;
 pub mod projection;
 pub mod pvc_protection;
 pub mod reconcile;
+pub mod reconciler;
+pub mod registry;
 pub mod resource_claim;
+pub mod watches;
 pub mod writes;

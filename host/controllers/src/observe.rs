@@ -45,6 +45,10 @@ pub trait Observer: Send + Sync {
         _failure: Option<DecisionFailure>,
     ) {
     }
+    /// A reconcile of `controller` panicked (its key was requeued).
+    fn reconcile_panicked(&self, _controller: &str) {}
+    /// `controller` runs (true) or is disabled or waits for its API (false).
+    fn controller_enabled(&self, _controller: &str, _enabled: bool) {}
     /// Metrics hooks for the work queue named `queue`.
     fn queue_metrics(&self, _queue: &str) -> Arc<dyn QueueMetrics> {
         Arc::new(NoMetrics)

@@ -10,7 +10,10 @@ use rekon_contract::project;
 use rekon_guest::model;
 use rekon_machinery::enqueue::PodView;
 
-use crate::cache::{ObjectKey, Projection};
+use std::sync::Arc;
+
+use crate::cache::{Cache, ObjectKey, Projection};
+use crate::context::Caches;
 
 /// A pod as the caches keep it.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,45 +44,77 @@ fn key_of(meta: &model::ObjectMeta) -> ObjectKey {
     ObjectKey::new(meta.namespace.clone(), meta.name.clone())
 }
 
-fn version_of(meta: &model::ObjectMeta) -> u64 {
-    meta.resource_version.parse().unwrap_or(0)
+/// A watched resource: the API type, its projection and the cache holding it.
+/// One impl per resource type; controllers name the types they watch.
+pub trait Watched: Projection + Sized {
+    type Object: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static;
+    fn project(obj: &Self::Object) -> Self;
+    fn cache(caches: &Caches) -> &Arc<Cache<Self>>;
 }
 
-impl Projection for CachedPod {
-    fn key(&self) -> ObjectKey {
-        key_of(&self.pod.meta)
-    }
-    fn resource_version(&self) -> u64 {
-        version_of(&self.pod.meta)
-    }
+macro_rules! watched {
+    ($projection:ty, $object:ty, $project:expr, $cache:ident) => {
+        impl Projection for $projection {
+            fn key(&self) -> ObjectKey {
+                key_of(meta_of(self))
+            }
+            fn resource_version(&self) -> &str {
+                &meta_of(self).resource_version
+            }
+        }
+
+        impl Watched for $projection {
+            type Object = $object;
+            fn project(obj: &$object) -> Self {
+                $project(obj)
+            }
+            fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
+                &caches.$cache
+            }
+        }
+    };
 }
 
-impl Projection for model::Pvc {
-    fn key(&self) -> ObjectKey {
-        key_of(&self.meta)
+trait HasMeta {
+    fn meta(&self) -> &model::ObjectMeta;
+}
+impl HasMeta for CachedPod {
+    fn meta(&self) -> &model::ObjectMeta {
+        &self.pod.meta
     }
-    fn resource_version(&self) -> u64 {
-        version_of(&self.meta)
-    }
+}
+macro_rules! has_meta {
+    ($($ty:ty),*) => {$(
+        impl HasMeta for $ty {
+            fn meta(&self) -> &model::ObjectMeta { &self.meta }
+        }
+    )*};
+}
+has_meta!(
+    model::Pvc,
+    model::ResourceClaim,
+    model::ResourceClaimTemplate
+);
+
+fn meta_of(obj: &impl HasMeta) -> &model::ObjectMeta {
+    obj.meta()
 }
 
-impl Projection for model::ResourceClaim {
-    fn key(&self) -> ObjectKey {
-        key_of(&self.meta)
-    }
-    fn resource_version(&self) -> u64 {
-        version_of(&self.meta)
-    }
-}
-
-impl Projection for model::ResourceClaimTemplate {
-    fn key(&self) -> ObjectKey {
-        key_of(&self.meta)
-    }
-    fn resource_version(&self) -> u64 {
-        version_of(&self.meta)
-    }
-}
+watched!(CachedPod, Pod, CachedPod::from_pod, pods);
+watched!(model::Pvc, PersistentVolumeClaim, pvc, pvcs);
+watched!(model::ResourceClaim, ResourceClaim, claim, claims);
+watched!(
+    model::ResourceClaimTemplate,
+    ResourceClaimTemplate,
+    template,
+    templates
+);
 
 pub fn pvc(pvc: &PersistentVolumeClaim) -> model::Pvc {
     project::project_pvc(pvc)

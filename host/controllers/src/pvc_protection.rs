@@ -20,23 +20,31 @@ use rekon_machinery::enqueue::pvc_protection as rules;
 
 use crate::cache::{Change, ObjectKey};
 use crate::context::{Context, PODS_BY_PVC, reference};
-use crate::decider::{PvcDecider, Slot};
+use crate::decider::{Decider, Slot};
 use crate::journal::{Entry, Preconditions};
 use crate::projection::CachedPod;
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
+use crate::reconciler::Reconciler;
+use crate::watches::Watches;
 use crate::writes::{WriteError, Writer};
+use rekon_contract::PvcProtectionWorld;
 
 pub const NAME: &str = "pvc-protection";
 pub use rekon_machinery::enqueue::pvc_protection::FINALIZER;
 
 pub struct PvcProtection {
     ctx: Arc<Context>,
-    decider: Arc<Slot<dyn PvcDecider>>,
+    decider: Arc<Slot<PvcProtectionWorld>>,
     live: LivePodLists,
 }
 
-impl PvcProtection {
-    pub fn new(ctx: Arc<Context>, decider: Arc<Slot<dyn PvcDecider>>) -> Self {
+impl Reconciler for PvcProtection {
+    const NAME: &'static str = NAME;
+    const APIS: &'static [&'static str] = &["v1"];
+    type World = PvcProtectionWorld;
+    type Key = ObjectKey;
+
+    fn new(ctx: Arc<Context>, decider: Arc<Slot<PvcProtectionWorld>>) -> Self {
         Self {
             ctx,
             decider,
@@ -44,6 +52,25 @@ impl PvcProtection {
         }
     }
 
+    fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
+        watches.on::<model::Pvc>(Self::keys_for_pvc);
+        watches.on::<CachedPod>(Self::keys_for_pod);
+    }
+
+    async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
+        self.sync(key, Instant::now()).await
+    }
+
+    async fn error_policy(&self, key: &ObjectKey, err: &ReconcileError) -> Outcome {
+        log_failure(NAME, key, err);
+        if !err.is_conflict() {
+            self.report_failure(key, err.to_string()).await;
+        }
+        err.requeue()
+    }
+}
+
+impl PvcProtection {
     /// §1.3 rule 1: PVC add/update enqueue when there is work; deletes are ignored.
     pub fn keys_for_pvc(change: &Change<model::Pvc>) -> Vec<ObjectKey> {
         let (pvc, deleted) = match change {
@@ -69,19 +96,6 @@ impl PvcProtection {
         rules::keys_for_pod_event(event)
     }
 
-    pub async fn reconcile(&self, key: &ObjectKey, dequeued: Instant) -> Outcome {
-        match self.sync(key, dequeued).await {
-            Ok(outcome) => outcome,
-            Err(err) => {
-                log_failure(NAME, key, &err);
-                if !err.is_conflict() {
-                    self.report_failure(key, err.to_string()).await;
-                }
-                Outcome::Retry
-            }
-        }
-    }
-
     async fn sync(&self, key: &ObjectKey, dequeued: Instant) -> Result<Outcome, ReconcileError> {
         let Some(pvc) = self.ctx.caches.pvcs.get(key) else {
             return Ok(Outcome::Done);
@@ -102,19 +116,20 @@ impl PvcProtection {
             cached_pods,
             live_pods: None,
         };
-        let mut decision = self.decide(&*decider, &key_text, &input)?;
+        let mut decision = self.decide(&decider, &key_text, &input).await?;
         if decision == PvcDecision::NeedLivePods {
             let live = self
                 .live
                 .list(&self.ctx, &key_text, &key.namespace, dequeued)
                 .await?;
             input.live_pods = Some(live.as_ref().clone());
-            decision = self.decide(&*decider, &key_text, &input)?;
+            drop(live);
+            decision = self.decide(&decider, &key_text, &input).await?;
             if decision == PvcDecision::NeedLivePods {
-                return Err(ReconcileError::Guest(format!(
-                    "guest {} asked for the live pod list again after receiving it",
-                    guest.name
-                )));
+                return Err(ReconcileError::Protocol {
+                    guest: guest.name,
+                    message: "asked for the live pod list again after receiving it".into(),
+                });
             }
         }
         let PvcDecision::Actions(actions) = decision else {
@@ -146,7 +161,7 @@ impl PvcProtection {
                 .ctx
                 .caches
                 .pvcs
-                .apply_own_write(crate::projection::pvc(&stored)),
+                .apply_own_write(crate::projection::pvc(&stored), &pvc.meta.resource_version),
             // The PVC is gone: nothing is left to protect or release.
             Err(WriteError::NotFound { .. }) => return Ok(Outcome::Done),
             Err(err) => return Err(err.into()),
@@ -155,9 +170,9 @@ impl PvcProtection {
         Ok(Outcome::Done)
     }
 
-    fn decide(
+    async fn decide(
         &self,
-        decider: &dyn PvcDecider,
+        decider: &Arc<dyn Decider<PvcProtectionWorld>>,
         key: &str,
         input: &PvcInput,
     ) -> Result<PvcDecision, ReconcileError> {
@@ -165,11 +180,11 @@ impl PvcProtection {
             &self.ctx,
             NAME,
             key,
-            &decider.info(),
-            input,
-            summarize,
-            |i| decider.decide(key, i),
+            decider,
+            input.clone(),
+            summarize(input),
         )
+        .await
     }
 
     /// A Warning event on the PVC when a reconcile failed.
@@ -256,7 +271,9 @@ type LiveList = Arc<Vec<model::Pod>>;
 
 /// Per-namespace live pod lists, shared by the PVC keys of one namespace: a list
 /// issued after a key was dequeued is fresh enough for it (upstream's per-namespace
-/// batching, §1.5.3). A failed list is not kept.
+/// batching, §1.5.3). A namespace's entry lives while reconciles of that
+/// namespace use or wait for it, and is freed by the last one. A failed list is
+/// not kept.
 #[derive(Default)]
 struct LivePodLists {
     by_namespace: Mutex<HashMap<String, Arc<NamespaceList>>>,
@@ -280,6 +297,27 @@ impl LivePodLists {
             .entry(namespace.to_string())
             .or_default()
             .clone();
+        let result = Self::list_in(&slot, ctx, key, namespace, not_before).await;
+        self.release(namespace, slot);
+        result
+    }
+
+    /// Drops `namespace`'s entry unless another reconcile still holds it.
+    fn release(&self, namespace: &str, slot: Arc<NamespaceList>) {
+        let mut lists = self.by_namespace.lock().unwrap();
+        // Ours and the map's: nobody else waits for or reads this list.
+        if Arc::strong_count(&slot) == 2 {
+            lists.remove(namespace);
+        }
+    }
+
+    async fn list_in(
+        slot: &NamespaceList,
+        ctx: &Context,
+        key: &str,
+        namespace: &str,
+        not_before: Instant,
+    ) -> Result<LiveList, ReconcileError> {
         let mut slot = slot.lock().await;
         if let Some((issued, pods)) = slot.as_ref()
             && *issued >= not_before
@@ -309,8 +347,9 @@ impl LivePodLists {
         });
         let pods: LiveList = Arc::new(
             result
-                .map_err(|e| {
-                    ReconcileError::Transient(format!("live list of pods in {namespace}: {e}"))
+                .map_err(|source| ReconcileError::Read {
+                    what: format!("live list of pods in {namespace}"),
+                    source,
                 })?
                 .items
                 .iter()

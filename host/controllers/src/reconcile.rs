@@ -1,13 +1,15 @@
-//! What a reconcile returns, how it fails, and how its decision is journaled.
+//! What a reconcile returns, how it fails, which requeue each failure gets, and
+//! how its decision is journaled.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use rekon_contract::WitWorld;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::cache::ObjectKey;
 use crate::context::Context;
-use crate::decider::{DecideError, GuestInfo};
+use crate::decider::{DecideError, Decider, GuestInfo};
 use crate::journal::{Entry, Journal};
 use crate::writes::WriteError;
 
@@ -16,17 +18,24 @@ pub use rekon_machinery::queue::Outcome;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    /// Trap, deadline, memory cap, or a guest that broke the protocol.
+    /// Trap, deadline, memory cap, panic, or no module loaded.
     #[error("decision failed: {0}")]
-    Guest(String),
+    Guest(#[from] DecideError),
+    /// The guest broke the decision protocol (e.g. asked for live pods twice).
+    #[error("guest {guest} broke the protocol: {message}")]
+    Protocol { guest: String, message: String },
     /// The guest asked for something outside the key's scope; nothing was written.
     #[error("action rejected: {0}")]
     Rejected(String),
     #[error(transparent)]
     Write(#[from] WriteError),
     /// A read the decision needed failed (live list or GET).
-    #[error("{0}")]
-    Transient(String),
+    #[error("{what}: {source}")]
+    Read {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
     /// The decision stopped on an error it reported itself (e.g. a missing template).
     #[error("{0}")]
     Decision(String),
@@ -37,10 +46,21 @@ impl ReconcileError {
     pub fn is_conflict(&self) -> bool {
         matches!(self, Self::Write(w) if w.is_conflict())
     }
+
+    /// The requeue this failure calls for: a conflict is decided again at once
+    /// (the cache already holds, or is about to hold, the newer state); every
+    /// other failure backs off.
+    pub fn requeue(&self) -> Outcome {
+        if self.is_conflict() {
+            Outcome::RetryNow
+        } else {
+            Outcome::Retry
+        }
+    }
 }
 
 /// Logs a failed reconcile at the level it deserves.
-pub fn log_failure(controller: &str, key: &ObjectKey, err: &ReconcileError) {
+pub fn log_failure(controller: &str, key: &dyn std::fmt::Display, err: &ReconcileError) {
     if err.is_conflict() {
         tracing::info!(controller, key = %key, error = %err, "conflict: requeued to decide again from fresh state");
     } else {
@@ -48,33 +68,24 @@ pub fn log_failure(controller: &str, key: &ObjectKey, err: &ReconcileError) {
     }
 }
 
-/// Runs one decision, timing it for the observer and journaling it.
-pub fn decide<I, D: Serialize>(
+/// Runs one decision on the decision pool, timing it for the observer and
+/// journaling it with `summary` (a digest of the input).
+pub async fn decide<W: WitWorld>(
     ctx: &Context,
     controller: &str,
     key: &str,
-    guest: &GuestInfo,
-    input: &I,
-    summary: impl FnOnce(&I) -> Value,
-    call: impl FnOnce(I) -> Result<D, DecideError>,
-) -> Result<D, ReconcileError>
-where
-    I: Clone,
-{
+    decider: &Arc<dyn Decider<W>>,
+    input: W::Input,
+    summary: Value,
+) -> Result<W::Decision, ReconcileError> {
+    let guest = decider.info();
     let started = Instant::now();
-    let result = call(input.clone());
+    let result = ctx.pool.decide(decider.clone(), key, input).await;
     let failure = result.as_ref().err().map(|e| e.failure);
     ctx.observer
-        .decided(controller, guest, started.elapsed(), failure);
-    record_decision(
-        &ctx.journal,
-        controller,
-        key,
-        guest,
-        summary(input),
-        &result,
-    );
-    result.map_err(|e| ReconcileError::Guest(e.to_string()))
+        .decided(controller, &guest, started.elapsed(), failure);
+    record_decision(&ctx.journal, controller, key, &guest, summary, &result);
+    Ok(result?)
 }
 
 /// Journals one decision (or its failure).

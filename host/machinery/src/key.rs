@@ -20,12 +20,6 @@ impl ObjectKey {
     pub fn of(meta: &rekon_guest::model::ObjectMeta) -> Self {
         Self::new(meta.namespace.as_str(), meta.name.as_str())
     }
-
-    /// Parses `namespace/name`; both parts must be non-empty.
-    pub fn parse(key: &str) -> Option<Self> {
-        let (namespace, name) = key.split_once('/')?;
-        (!namespace.is_empty() && !name.is_empty()).then(|| Self::new(namespace, name))
-    }
 }
 
 impl fmt::Display for ObjectKey {
@@ -45,13 +39,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_and_rejects_malformed_keys() {
-        let key = ObjectKey::parse("ns/name").unwrap();
-        assert_eq!(key, ObjectKey::new("ns", "name"));
+    fn displays_as_namespace_slash_name() {
+        let key = ObjectKey::new("ns", "name");
         assert_eq!(key.to_string(), "ns/name");
         assert_eq!(format!("{key:?}"), "ns/name");
-        for bad in ["name", "/name", "ns/", ""] {
-            assert_eq!(ObjectKey::parse(bad), None, "{bad:?}");
-        }
     }
 }

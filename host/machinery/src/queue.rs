@@ -15,13 +15,10 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Debug;
-use std::future::Future;
 use std::hash::Hash;
-use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures::FutureExt;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -102,6 +99,9 @@ pub enum Outcome {
     Retry,
     /// Success, but look again after this delay.
     RetryAfter(Duration),
+    /// Decide again now (a conflict): requeued without delay, the key's
+    /// backoff kept for later failures.
+    RetryNow,
 }
 
 pub struct WorkQueue<K> {
@@ -278,6 +278,7 @@ impl<K: QueueKey> WorkQueue<K> {
         match outcome {
             Outcome::Done => self.forget(key),
             Outcome::Retry => self.add_rate_limited(key.clone()),
+            Outcome::RetryNow => self.add(key.clone()),
             Outcome::RetryAfter(delay) => {
                 self.forget(key);
                 self.add_after(key.clone(), delay);
@@ -396,36 +397,10 @@ impl<K: QueueKey> WorkQueue<K> {
     }
 }
 
-/// Run `workers` tasks that take keys from `queue`, call `handler`, and apply its
-/// [`Outcome`]. A panicking handler counts as [`Outcome::Retry`] for that key only.
-/// Returns once the queue is shut down and every worker has drained out.
-pub async fn run_workers<K, F, Fut>(queue: Arc<WorkQueue<K>>, workers: usize, handler: F)
-where
-    K: QueueKey,
-    F: Fn(K) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Outcome> + Send + 'static,
-{
-    let handler = Arc::new(handler);
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..workers.max(1) {
-        let (queue, handler) = (queue.clone(), handler.clone());
-        tasks.spawn(async move {
-            while let Some(key) = queue.get().await {
-                let call = AssertUnwindSafe(async { handler(key.clone()).await });
-                let outcome = call.catch_unwind().await.unwrap_or_else(|_| {
-                    tracing::error!(queue = queue.name(), ?key, "reconcile panicked; retrying");
-                    Outcome::Retry
-                });
-                queue.finish(&key, outcome);
-            }
-        });
-    }
-    while tasks.join_next().await.is_some() {}
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn queue() -> WorkQueue<&'static str> {
@@ -707,6 +682,26 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn workers_never_run_one_key_concurrently_and_process_everything() {
+        /// `workers` tasks taking keys and applying the handler's outcome.
+        async fn run_workers<F, Fut>(queue: Arc<WorkQueue<u32>>, workers: usize, handler: F)
+        where
+            F: Fn(u32) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Outcome> + Send + 'static,
+        {
+            let handler = Arc::new(handler);
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..workers {
+                let (queue, handler) = (queue.clone(), handler.clone());
+                tasks.spawn(async move {
+                    while let Some(key) = queue.get().await {
+                        let outcome = handler(key).await;
+                        queue.finish(&key, outcome);
+                    }
+                });
+            }
+            while tasks.join_next().await.is_some() {}
+        }
+
         let q = Arc::new(WorkQueue::<u32>::new(
             QueueConfig::named("w").without_overall_limit(),
         ));
@@ -759,37 +754,5 @@ mod tests {
             "keys ran in parallel"
         );
         assert_eq!(q.processing_len(), 0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_panicking_handler_retries_that_key_and_the_worker_survives() {
-        let q = Arc::new(WorkQueue::<&'static str>::new(
-            QueueConfig::named("p").without_overall_limit(),
-        ));
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let pool = tokio::spawn(run_workers(q.clone(), 1, {
-            let seen = seen.clone();
-            move |key: &'static str| {
-                let seen = seen.clone();
-                async move {
-                    let first = {
-                        let mut s = seen.lock().unwrap();
-                        s.push(key);
-                        s.iter().filter(|k| **k == key).count() == 1
-                    };
-                    if key == "bad" && first {
-                        panic!("guest exploded");
-                    }
-                    Outcome::Done
-                }
-            }
-        }));
-        q.add("bad");
-        q.add("good");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        q.shutdown();
-        pool.await.unwrap();
-        assert_eq!(*seen.lock().unwrap(), ["bad", "good", "bad"]);
-        assert_eq!(q.num_requeues(&"bad"), 0, "the retry succeeded and forgot");
     }
 }

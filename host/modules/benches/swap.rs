@@ -15,7 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rekon_controllers::decider::{PvcDecider, Slot};
+use rekon_contract::PvcProtectionWorld;
+use rekon_controllers::decider::{Decider, Slot};
 use rekon_guest::model::PvcInput;
 use rekon_modules::testing::with_custom_section;
 use rekon_modules::{Loader, ModuleDigest, ModuleFile, Modules, ModulesOptions, PrecompiledCache};
@@ -60,11 +61,11 @@ fn main() {
             (started.elapsed(), ())
         }),
     ));
-    let slot: Slot<dyn PvcDecider> = Slot::new(Arc::new(guest.clone()));
+    let slot: Slot<PvcProtectionWorld> = Slot::new(Arc::new(guest.clone()));
     rows.push((
         "publish (slot swap)",
         time(|| {
-            let next: Arc<dyn PvcDecider> = Arc::new(guest.clone());
+            let next: Arc<dyn Decider<PvcProtectionWorld>> = Arc::new(guest.clone());
             let started = Instant::now();
             let previous = slot.swap(next);
             (started.elapsed(), previous)
@@ -175,7 +176,7 @@ fn reload(reference: &[u8], claim: &[u8]) -> Vec<Duration> {
         options.cache_dir = Some(cache.path().to_path_buf());
         let modules = Modules::open(options).await.unwrap();
         // Recorded inputs for the canary replay.
-        let decider = modules.pvc().current();
+        let decider = modules.slot::<PvcProtectionWorld>().current();
         for n in 0..64 {
             let mut input = PvcInput::default();
             input.pvc.meta.name = format!("pvc-{n}");
@@ -187,7 +188,10 @@ fn reload(reference: &[u8], claim: &[u8]) -> Vec<Duration> {
             let started = Instant::now();
             modules.reload().await;
             let took = started.elapsed();
-            assert_eq!(modules.pvc().current().info().digest, build.hex());
+            assert_eq!(
+                modules.slot::<PvcProtectionWorld>().current().info().digest,
+                build.hex()
+            );
             if n > 3 {
                 times.push(took);
             }

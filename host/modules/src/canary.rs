@@ -3,10 +3,10 @@
 //! any of them is refused. Decisions that merely differ are allowed (that is
 //! what a new version is for); shadow mode measures those.
 
-use rekon_controllers::decider::{ClaimDecider, DecideError, PvcDecider};
+use rekon_controllers::decider::{DecideError, Decider};
 use rekon_controllers::observe::DecisionFailure;
+use rekon_runtime::GuestWorld;
 
-use crate::served::RecordedInput;
 use crate::version::ModuleVersion;
 
 #[derive(Debug, thiserror::Error)]
@@ -20,22 +20,12 @@ pub struct CanaryFailure {
 }
 
 /// Replays `inputs` on `version`; returns how many it decided. Blocking.
-pub fn replay(
+pub fn replay<W: GuestWorld>(
     version: &ModuleVersion,
-    inputs: &[(String, RecordedInput)],
+    inputs: &[(String, W::Input)],
 ) -> Result<usize, CanaryFailure> {
     for (done, (key, input)) in inputs.iter().enumerate() {
-        let result = match input {
-            RecordedInput::Pvc(input) => {
-                PvcDecider::decide(version, key, (**input).clone()).map(drop)
-            }
-            RecordedInput::Pod(input) => {
-                ClaimDecider::decide_pod(version, key, (**input).clone()).map(drop)
-            }
-            RecordedInput::Claim(input) => {
-                ClaimDecider::decide_claim(version, key, (**input).clone()).map(drop)
-            }
-        };
+        let result = Decider::<W>::decide(version, key, input.clone());
         if let Err(DecideError {
             message, failure, ..
         }) = result

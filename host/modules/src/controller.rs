@@ -7,12 +7,14 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
+use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld, WitWorld};
 use rekon_controllers::decider::{
-    ClaimDecider, DecideError, GuestInfo, PvcDecider, ShadowTally, Shadowed, Slot,
+    DecideError, Decider, Deciders, GuestInfo, ShadowTally, Shadowed, Slot,
 };
 use rekon_controllers::observe::DecisionFailure;
-use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
-use rekon_runtime::World;
+use rekon_runtime::{GuestWorld, World};
+
+use crate::canary::{self, CanaryFailure};
 
 use crate::config::{AutoRollback, Mode};
 use crate::digest::ModuleDigest;
@@ -23,58 +25,60 @@ use crate::source::{ControllerPlan, Fingerprint};
 use crate::status::{ControllerStatus, VersionStatus};
 use crate::version::ModuleVersion;
 
-/// The slot a controller of the host reads its decider from.
-#[derive(Clone)]
-pub enum ControllerSlot {
-    Pvc(Arc<Slot<dyn PvcDecider>>),
-    Claim(Arc<Slot<dyn ClaimDecider>>),
+/// The slot a controller of the host reads its decider from, and the inputs
+/// it decided recently (the canary), whatever its world.
+pub trait WorldSlot: Send + Sync {
+    /// Publishes `serving` (beside `shadow`), counted by `guard`.
+    fn publish(&self, serving: &Arc<ModuleVersion>, shadow: Option<&Shadow>, guard: Arc<Guard>);
+    /// Decides the recent inputs on `version`. Blocking.
+    fn replay(&self, version: &ModuleVersion) -> Result<usize, CanaryFailure>;
+    /// Adds this slot to the host's deciders.
+    fn insert_into(&self, deciders: &mut Deciders);
 }
 
-impl ControllerSlot {
-    fn empty(world: World) -> Self {
-        match world {
-            World::PvcProtection => Self::Pvc(Arc::new(Slot::new(
-                Arc::new(Unloaded) as Arc<dyn PvcDecider>
-            ))),
-            World::ResourceClaim => Self::Claim(Arc::new(Slot::new(
-                Arc::new(Unloaded) as Arc<dyn ClaimDecider>
-            ))),
-        }
+struct TypedSlot<W: GuestWorld> {
+    slot: Arc<Slot<W>>,
+    recent: Arc<RecentInputs<W>>,
+}
+
+impl<W: GuestWorld> TypedSlot<W> {
+    fn new(recent_inputs: usize) -> Arc<dyn WorldSlot> {
+        Arc::new(Self {
+            slot: Arc::new(Slot::new(Arc::new(Unloaded))),
+            recent: Arc::new(RecentInputs::new(recent_inputs)),
+        })
+    }
+}
+
+impl<W: GuestWorld> WorldSlot for TypedSlot<W> {
+    fn publish(&self, serving: &Arc<ModuleVersion>, shadow: Option<&Shadow>, guard: Arc<Guard>) {
+        let serving: Arc<dyn Decider<W>> = serving.clone();
+        let inner: Arc<dyn Decider<W>> = match shadow {
+            Some(s) => Arc::new(Shadowed::new(
+                serving,
+                s.version.clone() as Arc<dyn Decider<W>>,
+                s.tally.clone(),
+            )),
+            None => serving,
+        };
+        self.slot
+            .swap(Arc::new(Served::new(inner, guard, self.recent.clone())));
     }
 
-    fn publish(
-        &self,
-        serving: &Arc<ModuleVersion>,
-        shadow: Option<&Shadow>,
-        guard: Arc<Guard>,
-        recent: Arc<RecentInputs>,
-    ) {
-        match self {
-            Self::Pvc(slot) => {
-                let serving: Arc<dyn PvcDecider> = serving.clone();
-                let inner = match shadow {
-                    Some(s) => Arc::new(Shadowed::new(
-                        serving,
-                        s.version.clone() as Arc<dyn PvcDecider>,
-                        s.tally.clone(),
-                    )),
-                    None => serving,
-                };
-                slot.swap(Arc::new(Served::new(inner, guard, recent)));
-            }
-            Self::Claim(slot) => {
-                let serving: Arc<dyn ClaimDecider> = serving.clone();
-                let inner = match shadow {
-                    Some(s) => Arc::new(Shadowed::new(
-                        serving,
-                        s.version.clone() as Arc<dyn ClaimDecider>,
-                        s.tally.clone(),
-                    )),
-                    None => serving,
-                };
-                slot.swap(Arc::new(Served::new(inner, guard, recent)));
-            }
-        }
+    fn replay(&self, version: &ModuleVersion) -> Result<usize, CanaryFailure> {
+        canary::replay::<W>(version, &self.recent.snapshot())
+    }
+
+    fn insert_into(&self, deciders: &mut Deciders) {
+        deciders.insert(self.slot.clone());
+    }
+}
+
+/// The empty slot of `world`: one line per world.
+fn slot_for(world: World, recent_inputs: usize) -> Arc<dyn WorldSlot> {
+    match world {
+        World::PvcProtection => TypedSlot::<PvcProtectionWorld>::new(recent_inputs),
+        World::ResourceClaim => TypedSlot::<ResourceClaimWorld>::new(recent_inputs),
     }
 }
 
@@ -93,7 +97,7 @@ struct Active {
 }
 
 #[derive(Clone)]
-struct Shadow {
+pub struct Shadow {
     version: Arc<ModuleVersion>,
     tally: Arc<ShadowTally>,
 }
@@ -121,8 +125,7 @@ struct State {
 
 pub struct Controller {
     world: World,
-    slot: ControllerSlot,
-    recent: Arc<RecentInputs>,
+    slot: Arc<dyn WorldSlot>,
     shadow_differences_kept: usize,
     observer: Arc<dyn ModulesObserver>,
     state: Mutex<State>,
@@ -146,8 +149,7 @@ impl Controller {
     ) -> Self {
         Self {
             world,
-            slot: ControllerSlot::empty(world),
-            recent: Arc::new(RecentInputs::new(recent_inputs)),
+            slot: slot_for(world, recent_inputs),
             shadow_differences_kept,
             observer,
             state: Mutex::new(State::default()),
@@ -158,12 +160,8 @@ impl Controller {
         self.world
     }
 
-    pub fn slot(&self) -> &ControllerSlot {
+    pub fn slot(&self) -> &Arc<dyn WorldSlot> {
         &self.slot
-    }
-
-    pub fn recent(&self) -> &Arc<RecentInputs> {
-        &self.recent
     }
 
     pub fn is_serving(&self) -> bool {
@@ -270,12 +268,7 @@ impl Controller {
     ) {
         state.serial += 1;
         let guard = Arc::new(Guard::new(state.policy, trip(state.serial)));
-        self.slot.publish(
-            &serving,
-            shadow.as_ref(),
-            guard.clone(),
-            self.recent.clone(),
-        );
+        self.slot.publish(&serving, shadow.as_ref(), guard.clone());
         self.observer.activated(self.world, &serving.info());
         state.active = Some(Active {
             version: serving,
@@ -386,15 +379,7 @@ impl Controller {
 /// host, because [`crate::Modules::open`] fails unless every controller serves.
 struct Unloaded;
 
-fn unloaded() -> DecideError {
-    DecideError {
-        guest: "none".into(),
-        message: "no decision module loaded".into(),
-        failure: DecisionFailure::Other,
-    }
-}
-
-impl PvcDecider for Unloaded {
+impl<W: WitWorld> Decider<W> for Unloaded {
     fn info(&self) -> GuestInfo {
         GuestInfo {
             name: "none".into(),
@@ -402,21 +387,11 @@ impl PvcDecider for Unloaded {
         }
     }
 
-    fn decide(&self, _key: &str, _input: PvcInput) -> Result<PvcDecision, DecideError> {
-        Err(unloaded())
-    }
-}
-
-impl ClaimDecider for Unloaded {
-    fn info(&self) -> GuestInfo {
-        PvcDecider::info(self)
-    }
-
-    fn decide_pod(&self, _key: &str, _input: PodInput) -> Result<PodDecision, DecideError> {
-        Err(unloaded())
-    }
-
-    fn decide_claim(&self, _key: &str, _input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        Err(unloaded())
+    fn decide(&self, _key: &str, _input: W::Input) -> Result<W::Decision, DecideError> {
+        Err(DecideError {
+            guest: "none".into(),
+            message: "no decision module loaded".into(),
+            failure: DecisionFailure::Other,
+        })
     }
 }

@@ -20,8 +20,8 @@
 //!
 //! let modules = Modules::open(ModulesOptions::new("/etc/rekon/guests")).await?;
 //! let _watching = modules.watch(WatchOptions::default())?;
-//! let (pvc_slot, claim_slot) = (modules.pvc(), modules.claim());
-//! // HostConfig { pvc_decider: pvc_slot, claim_decider: claim_slot, .. }
+//! let deciders = modules.deciders(); // one slot per world
+//! // HostConfig::new(deciders, journal, observer)
 //! # Ok(()) }
 //! ```
 

@@ -4,13 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
-use rekon_controllers::decider::{ClaimDecider, PvcDecider, ShadowTally, Slot};
-use rekon_runtime::{Engine, EngineConfig, World};
+use rekon_controllers::decider::{Deciders, ShadowTally, Slot};
+use rekon_runtime::{Engine, EngineConfig, GuestWorld, World};
 
 use crate::cache::{CacheError, PrecompiledCache};
-use crate::canary;
 use crate::config::Mode;
-use crate::controller::{Controller, ControllerSlot, Preparation, Trip};
+use crate::controller::{Controller, Preparation, Trip};
 use crate::load::{LoadError, Loader};
 use crate::observe::{ModulesObserver, NoModulesObserver};
 use crate::report::{EventTarget, Reporter};
@@ -160,24 +159,18 @@ impl Modules {
         self.shared.loader.engine()
     }
 
-    /// The slot the pvc-protection controller decides from.
-    pub fn pvc(&self) -> Arc<Slot<dyn PvcDecider>> {
-        match self.controller(World::PvcProtection).slot() {
-            ControllerSlot::Pvc(slot) => slot.clone(),
-            ControllerSlot::Claim(_) => {
-                unreachable!("the pvc-protection controller has a pvc slot")
-            }
+    /// The slots of every world, for the host.
+    pub fn deciders(&self) -> Deciders {
+        let mut deciders = Deciders::new();
+        for controller in &self.shared.controllers {
+            controller.slot().insert_into(&mut deciders);
         }
+        deciders
     }
 
-    /// The slot the resource-claim controller decides from.
-    pub fn claim(&self) -> Arc<Slot<dyn ClaimDecider>> {
-        match self.controller(World::ResourceClaim).slot() {
-            ControllerSlot::Claim(slot) => slot.clone(),
-            ControllerSlot::Pvc(_) => {
-                unreachable!("the resource-claim controller has a claim slot")
-            }
-        }
+    /// The slot world `W`'s controller decides from.
+    pub fn slot<W: GuestWorld>(&self) -> Arc<Slot<W>> {
+        self.deciders().get::<W>().expect("a controller per world")
     }
 
     pub fn status(&self) -> Status {
@@ -277,8 +270,8 @@ impl Modules {
         // Only a new version taking over in mode active is replayed: the other
         // modes serve the previous, known version.
         if plan.mode == Mode::Active && !controller.serves(serving.digest()) {
-            let (version, inputs) = (serving.clone(), controller.recent().snapshot());
-            let replay = tokio::task::spawn_blocking(move || canary::replay(&version, &inputs))
+            let (version, slot) = (serving.clone(), controller.slot().clone());
+            let replay = tokio::task::spawn_blocking(move || slot.replay(&version))
                 .await
                 .expect("canary replay does not panic");
             if let Err(failure) = replay {

@@ -6,37 +6,20 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rekon_controllers::decider::{ClaimDecider, DecideError, GuestInfo, PvcDecider};
+use rekon_contract::WitWorld;
+use rekon_controllers::decider::{DecideError, Decider, GuestInfo};
 use rekon_controllers::observe::DecisionFailure;
-use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
 
 use crate::config::AutoRollback;
 
-/// An input a decision was made on (boxed: they differ a lot in size).
-#[derive(Debug, Clone)]
-pub enum RecordedInput {
-    Pvc(Box<PvcInput>),
-    Pod(Box<PodInput>),
-    Claim(Box<ClaimInput>),
-}
-
-impl RecordedInput {
-    fn kind(&self) -> u8 {
-        match self {
-            RecordedInput::Pvc(_) => 0,
-            RecordedInput::Pod(_) => 1,
-            RecordedInput::Claim(_) => 2,
-        }
-    }
-}
-
-/// The latest input of each of the most recently decided keys.
-pub struct RecentInputs {
+/// The latest input of each of the most recently decided keys (per decision
+/// function: a pod key and a claim key never replace each other).
+pub struct RecentInputs<W: WitWorld> {
     capacity: usize,
-    inputs: Mutex<VecDeque<(String, RecordedInput)>>,
+    inputs: Mutex<VecDeque<(String, W::Input)>>,
 }
 
-impl RecentInputs {
+impl<W: WitWorld> RecentInputs<W> {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity,
@@ -48,11 +31,12 @@ impl RecentInputs {
         self.capacity > 0
     }
 
-    pub fn record(&self, key: &str, input: RecordedInput) {
+    pub fn record(&self, key: &str, input: W::Input) {
+        let function = W::function(&input);
         let mut inputs = self.inputs.lock().unwrap();
         if let Some(at) = inputs
             .iter()
-            .position(|(k, i)| k == key && i.kind() == input.kind())
+            .position(|(k, i)| k == key && W::function(i) == function)
         {
             inputs.remove(at);
         } else if inputs.len() == self.capacity {
@@ -62,7 +46,7 @@ impl RecentInputs {
     }
 
     /// Oldest first.
-    pub fn snapshot(&self) -> Vec<(String, RecordedInput)> {
+    pub fn snapshot(&self) -> Vec<(String, W::Input)> {
         self.inputs.lock().unwrap().iter().cloned().collect()
     }
 }
@@ -122,56 +106,36 @@ impl Guard {
 }
 
 /// The published decider of one controller.
-pub struct Served<T: ?Sized> {
-    inner: Arc<T>,
+pub struct Served<W: WitWorld> {
+    inner: Arc<dyn Decider<W>>,
     guard: Arc<Guard>,
-    recent: Arc<RecentInputs>,
+    recent: Arc<RecentInputs<W>>,
 }
 
-impl<T: ?Sized> Served<T> {
-    pub fn new(inner: Arc<T>, guard: Arc<Guard>, recent: Arc<RecentInputs>) -> Self {
+impl<W: WitWorld> Served<W> {
+    pub fn new(
+        inner: Arc<dyn Decider<W>>,
+        guard: Arc<Guard>,
+        recent: Arc<RecentInputs<W>>,
+    ) -> Self {
         Self {
             inner,
             guard,
             recent,
         }
     }
+}
 
-    fn record(&self, key: &str, input: impl FnOnce() -> RecordedInput) {
+impl<W: WitWorld> Decider<W> for Served<W> {
+    fn info(&self) -> GuestInfo {
+        self.inner.info()
+    }
+
+    fn decide(&self, key: &str, input: W::Input) -> Result<W::Decision, DecideError> {
         if self.recent.is_enabled() {
-            self.recent.record(key, input());
+            self.recent.record(key, input.clone());
         }
-    }
-}
-
-impl PvcDecider for Served<dyn PvcDecider> {
-    fn info(&self) -> GuestInfo {
-        self.inner.info()
-    }
-
-    fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
-        self.record(key, || RecordedInput::Pvc(Box::new(input.clone())));
         let result = self.inner.decide(key, input);
-        self.guard.observe(&result);
-        result
-    }
-}
-
-impl ClaimDecider for Served<dyn ClaimDecider> {
-    fn info(&self) -> GuestInfo {
-        self.inner.info()
-    }
-
-    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        self.record(key, || RecordedInput::Pod(Box::new(input.clone())));
-        let result = self.inner.decide_pod(key, input);
-        self.guard.observe(&result);
-        result
-    }
-
-    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        self.record(key, || RecordedInput::Claim(Box::new(input.clone())));
-        let result = self.inner.decide_claim(key, input);
         self.guard.observe(&result);
         result
     }
@@ -180,16 +144,18 @@ impl ClaimDecider for Served<dyn ClaimDecider> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rekon_contract::PvcProtectionWorld;
+    use rekon_guest::model::PvcInput;
 
-    fn pvc(name: &str) -> RecordedInput {
+    fn pvc(name: &str) -> PvcInput {
         let mut input = PvcInput::default();
         input.pvc.meta.name = name.into();
-        RecordedInput::Pvc(Box::new(input))
+        input
     }
 
     #[test]
     fn recent_inputs_keep_the_latest_input_of_the_latest_keys() {
-        let recent = RecentInputs::new(2);
+        let recent = RecentInputs::<PvcProtectionWorld>::new(2);
         recent.record("a", pvc("a1"));
         recent.record("b", pvc("b1"));
         recent.record("a", pvc("a2"));
@@ -197,10 +163,7 @@ mod tests {
         let kept: Vec<_> = recent
             .snapshot()
             .into_iter()
-            .map(|(k, i)| match i {
-                RecordedInput::Pvc(i) => format!("{k}={}", i.pvc.meta.name),
-                _ => unreachable!(),
-            })
+            .map(|(k, i)| format!("{k}={}", i.pvc.meta.name))
             .collect();
         assert_eq!(kept, ["a=a2", "c=c1"]);
     }

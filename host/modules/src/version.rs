@@ -3,11 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use rekon_controllers::decider::{
-    ClaimDecider, DecideError, GuestInfo, PvcDecider, guest_call, guest_error,
-};
-use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
-use rekon_runtime::{GuestId, GuestPre, Limits, RuntimeError, World};
+use rekon_controllers::decider::{DecideError, Decider, GuestInfo, guest_error};
+use rekon_runtime::{GuestId, GuestPre, GuestWorld, Limits, RuntimeError, World};
 
 use crate::digest::ModuleDigest;
 
@@ -74,26 +71,14 @@ impl std::fmt::Debug for ModuleVersion {
     }
 }
 
-impl PvcDecider for ModuleVersion {
+impl<W: GuestWorld> Decider<W> for ModuleVersion {
     fn info(&self) -> GuestInfo {
         ModuleVersion::info(self)
     }
 
-    fn decide(&self, key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
-        guest_call(|| self.guest.decide_pvc(input.clone())).map_err(|e| self.error(key, e))
-    }
-}
-
-impl ClaimDecider for ModuleVersion {
-    fn info(&self) -> GuestInfo {
-        ModuleVersion::info(self)
-    }
-
-    fn decide_pod(&self, key: &str, input: PodInput) -> Result<PodDecision, DecideError> {
-        guest_call(|| self.guest.decide_pod(input.clone())).map_err(|e| self.error(key, e))
-    }
-
-    fn decide_claim(&self, key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        guest_call(|| self.guest.decide_claim(input.clone())).map_err(|e| self.error(key, e))
+    fn decide(&self, key: &str, input: W::Input) -> Result<W::Decision, DecideError> {
+        self.guest
+            .decide::<W>(input)
+            .map_err(|e| self.error(key, e))
     }
 }

@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rekon_controllers::decider::{GuestInfo, PvcDecider};
+use rekon_contract::PvcProtectionWorld;
+use rekon_controllers::decider::{DecideError, Decider, GuestInfo};
 use rekon_guest::model::{PvcAction, PvcDecision, PvcInput};
 use rekon_modules::testing::with_custom_section;
 use rekon_modules::{Change, ModuleDigest, Modules, ModulesOptions, WatchOptions};
@@ -72,7 +73,7 @@ fn input(name: &str, finalizer: bool) -> PvcInput {
 }
 
 fn serving(modules: &Modules) -> GuestInfo {
-    modules.pvc().current().info()
+    modules.slot::<PvcProtectionWorld>().current().info()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -98,7 +99,7 @@ async fn pinned_modules_serve_and_a_decision_in_flight_keeps_its_version() {
         "no guests.yaml entry: the conventional file, unpinned"
     );
 
-    let in_flight = modules.pvc().current();
+    let in_flight = modules.slot::<PvcProtectionWorld>().current();
     dir.config(&pvc_config("v2.wasm", &v2, ""));
     let report = modules.reload().await;
     assert!(
@@ -117,7 +118,7 @@ async fn pinned_modules_serve_and_a_decision_in_flight_keeps_its_version() {
     );
     // v2 is the same logic: it decides like v1.
     let decision = modules
-        .pvc()
+        .slot::<PvcProtectionWorld>()
         .current()
         .decide("ns/data", input("data", false))
         .unwrap();
@@ -230,15 +231,15 @@ async fn shadow_mode_counts_agreements_and_differences_and_applies_only_the_acti
         "in shadow mode the previous version serves"
     );
 
-    let decider = modules.pvc().current();
-    let protected = decider.decide("ns/kept", input("kept", true)).unwrap();
+    let decider = modules.slot::<PvcProtectionWorld>().current();
+    let protected = decide(&decider, "ns/kept", input("kept", true)).unwrap();
     assert_eq!(protected, PvcDecision::Actions(vec![]));
-    let unprotected = decider.decide("ns/fresh", input("fresh", false)).unwrap();
+    let unprotected = decide(&decider, "ns/fresh", input("fresh", false)).unwrap();
     assert!(
         matches!(&unprotected, PvcDecision::Actions(a) if a.len() == 1),
         "the active decision applies"
     );
-    let shadow_trap = decider.decide("ns/panic", input("panic", false)).unwrap();
+    let shadow_trap = decide(&decider, "ns/panic", input("panic", false)).unwrap();
     assert!(
         matches!(&shadow_trap, PvcDecision::Actions(a) if a.len() == 1),
         "a trapping shadow changes nothing"
@@ -295,7 +296,7 @@ async fn promotion_and_rollback_by_configuration() {
     let modules = dir.open().await;
     assert_eq!(serving(&modules).digest, v1.hex());
     modules
-        .pvc()
+        .slot::<PvcProtectionWorld>()
         .current()
         .decide("ns/a", input("a", false))
         .unwrap();
@@ -343,9 +344,9 @@ async fn a_version_that_traps_on_a_recent_input_never_serves() {
     let trapping = dir.put("trapping.wasm", &guest("rekon_guest_misbehaving"));
     dir.config(&pvc_config("good.wasm", &good, ""));
     let modules = dir.open().await;
-    let decider = modules.pvc().current();
-    decider.decide("ns/data", input("data", true)).unwrap();
-    decider.decide("ns/panic", input("panic", true)).unwrap();
+    let decider = modules.slot::<PvcProtectionWorld>().current();
+    decide(&decider, "ns/data", input("data", true)).unwrap();
+    decide(&decider, "ns/panic", input("panic", true)).unwrap();
 
     dir.config(&pvc_config("trapping.wasm", &trapping, ""));
     let report = modules.reload().await;
@@ -378,11 +379,11 @@ async fn a_version_failing_too_often_is_rolled_back_automatically() {
     let modules = Modules::open(options).await.unwrap();
     assert_eq!(serving(&modules).digest, trapping.hex());
 
-    let decider = modules.pvc().current();
-    decider.decide("ns/a", input("a", true)).unwrap();
+    let decider = modules.slot::<PvcProtectionWorld>().current();
+    decide(&decider, "ns/a", input("a", true)).unwrap();
     for n in 0..2 {
         assert!(
-            decider.decide("ns/panic", input("panic", true)).is_err(),
+            decide(&decider, "ns/panic", input("panic", true)).is_err(),
             "trap {n}"
         );
     }
@@ -391,7 +392,7 @@ async fn a_version_failing_too_often_is_rolled_back_automatically() {
         trapping.hex(),
         "2 of 3: too few decisions to judge"
     );
-    assert!(decider.decide("ns/panic", input("panic", true)).is_err());
+    assert!(decide(&decider, "ns/panic", input("panic", true)).is_err());
     assert_eq!(
         serving(&modules).digest,
         good.hex(),
@@ -522,7 +523,7 @@ async fn the_precompiled_cache_directory_serves_a_restart() {
         "served from the cache (took {took:?})"
     );
     let decision = restarted
-        .pvc()
+        .slot::<PvcProtectionWorld>()
         .current()
         .decide("ns/x", input("x", true))
         .unwrap();
@@ -548,6 +549,18 @@ async fn without_guests_yaml_the_conventional_files_serve() {
 }
 
 #[allow(dead_code)]
-fn assert_decider_is_shareable(decider: Arc<dyn PvcDecider>) -> Arc<dyn PvcDecider> {
+fn assert_decider_is_shareable(
+    decider: Arc<dyn Decider<PvcProtectionWorld>>,
+) -> Arc<dyn Decider<PvcProtectionWorld>> {
     decider
+}
+
+/// One decision from a test's async context, off the runtime's workers as the
+/// host's decision pool runs it (a guest writing to stderr blocks on tokio).
+fn decide(
+    decider: &Arc<dyn Decider<PvcProtectionWorld>>,
+    key: &str,
+    input: PvcInput,
+) -> Result<PvcDecision, DecideError> {
+    tokio::task::block_in_place(|| decider.decide(key, input))
 }

@@ -3,10 +3,10 @@
 //! ready: it holds no caches to sync) or a leader whose caches synced.
 
 use std::fmt;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
-use rekon_controllers::context::Context;
+use rekon_controllers::host::HostProbe;
 
 /// What this replica is doing right now.
 #[derive(Default)]
@@ -16,8 +16,9 @@ enum Role {
     Starting,
     /// Campaigning for the lease while another replica leads.
     Standby,
-    /// Running the controllers; ready once their caches synced.
-    Leading(Arc<Context>),
+    /// Running the controllers; ready once their caches synced, while every
+    /// worker runs.
+    Leading(HostProbe),
     /// SIGTERM received: stop getting traffic.
     Stopping,
 }
@@ -73,9 +74,9 @@ impl Health {
         self.set_role(Role::Standby);
     }
 
-    /// The controllers run on this replica with `ctx`'s caches.
-    pub fn set_leading(&self, ctx: Arc<Context>) {
-        self.set_role(Role::Leading(ctx));
+    /// The controllers run on this replica in `host`.
+    pub fn set_leading(&self, host: HostProbe) {
+        self.set_role(Role::Leading(host));
     }
 
     pub fn set_stopping(&self) {
@@ -95,9 +96,7 @@ impl Health {
         let role = match &*self.role.lock().expect("health lock") {
             Role::Starting => Some("starting".to_string()),
             Role::Standby => None,
-            Role::Leading(ctx) => {
-                (!ctx.caches.all_synced()).then(|| "leading; informer caches not synced".into())
-            }
+            Role::Leading(host) => host.unready().map(|why| format!("leading; {why}")),
             Role::Stopping => Some("shutting down".to_string()),
         };
         Readiness {

@@ -45,9 +45,8 @@ impl Drop for Running {
 impl Supervision {
     fn start(&self, start: &impl Fn() -> Host) -> Running {
         let host = start();
-        self.metrics
-            .watch_claim_controller(host.resource_claim.clone());
-        self.health.set_leading(host.ctx.clone());
+        self.metrics.watch_host(host.probe());
+        self.health.set_leading(host.probe());
         Running(Some(host))
     }
 

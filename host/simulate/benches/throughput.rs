@@ -10,7 +10,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rekon_controllers::decider::{ClaimDecider, Native, PvcDecider, Slot};
+use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
+use rekon_controllers::decider::{Native, Slot};
 use rekon_controllers::journal::{Entry, Journal};
 use rekon_runtime::{Engine, EngineConfig, World};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, simulate};
@@ -57,21 +58,13 @@ fn wasm() -> Deciders {
         .world(World::ResourceClaim)
         .file(dir.join("rekon_guest_resource_claim.wasm"))
         .expect("run `make guests`");
-    let pvc: Arc<dyn PvcDecider> = Arc::new(pvc);
-    let claim: Arc<dyn ClaimDecider> = Arc::new(claim);
-    Deciders {
-        pvc: Arc::new(Slot::new(pvc)),
-        claim: Arc::new(Slot::new(claim)),
-    }
+    Deciders::new()
+        .with(Arc::new(Slot::<PvcProtectionWorld>::new(Arc::new(pvc))))
+        .with(Arc::new(Slot::<ResourceClaimWorld>::new(Arc::new(claim))))
 }
 
 fn native() -> Deciders {
-    let pvc: Arc<dyn PvcDecider> = Arc::new(Native);
-    let claim: Arc<dyn ClaimDecider> = Arc::new(Native);
-    Deciders {
-        pvc: Arc::new(Slot::new(pvc)),
-        claim: Arc::new(Slot::new(claim)),
-    }
+    Deciders::all(Arc::new(Native))
 }
 
 /// Decisions per second until idle (the quiet period is subtracted).

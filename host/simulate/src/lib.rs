@@ -10,11 +10,12 @@ use std::time::Duration;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rekon_apiserver::{ApiServer, FaultConfig, KubeletMode, ServerConfig};
-use rekon_controllers::decider::{ClaimDecider, PvcDecider, Slot};
 use rekon_controllers::host::{Host, HostConfig, NotConverged};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::observe::NoObserver;
-use rekon_machinery::queue::QueueConfig;
+use rekon_controllers::registry::Selection;
+
+pub use rekon_controllers::decider::Deciders;
 use serde_json::Value;
 
 pub use steps::{DeleteStep, ObjectRef, PatchStep, PatchType, Step, parse_steps};
@@ -43,6 +44,8 @@ pub struct ClusterOptions {
     pub kubelet: KubeletMode,
     pub pvc_protection_admission: bool,
     pub faults: Option<FaultConfig>,
+    /// Which controllers run (`--controllers`).
+    pub controllers: Selection,
 }
 
 impl Default for ClusterOptions {
@@ -53,6 +56,7 @@ impl Default for ClusterOptions {
             kubelet: KubeletMode::Instant,
             pvc_protection_admission: true,
             faults: None,
+            controllers: Selection::default(),
         }
     }
 }
@@ -76,11 +80,6 @@ impl Default for Settle {
             timeout: Duration::from_secs(60),
         }
     }
-}
-
-pub struct Deciders {
-    pub pvc: Arc<Slot<dyn PvcDecider>>,
-    pub claim: Arc<Slot<dyn ClaimDecider>>,
 }
 
 /// What a simulation ends with.
@@ -145,15 +144,11 @@ pub async fn client_for(kubeconfig_yaml: &str) -> Result<Client, SimulateError> 
     Client::try_from(config).map_err(|e| SimulateError::Client(e.to_string()))
 }
 
-/// Host settings for simulations: a fast queue and a few workers.
+/// Host settings for simulations: a few workers, discovery asked often.
 pub fn host_config(deciders: &Deciders, journal: Arc<Journal>) -> HostConfig {
     HostConfig {
-        workers: 2,
-        pvc_decider: deciders.pvc.clone(),
-        claim_decider: deciders.claim.clone(),
-        journal,
-        queue: QueueConfig::default(),
-        observer: Arc::new(NoObserver),
+        discovery_interval: Duration::from_secs(1),
+        ..HostConfig::new(deciders.clone(), journal, Arc::new(NoObserver))
     }
 }
 
@@ -174,7 +169,10 @@ pub async fn simulate(
         .map_err(|e| SimulateError::State(e.to_string()))?;
     let host = Host::start(
         cluster.client.clone(),
-        host_config(&deciders, journal.clone()),
+        HostConfig {
+            controllers: options.controllers.clone(),
+            ..host_config(&deciders, journal.clone())
+        },
     );
     let mut converged = host
         .wait_idle(settle.quiet, settle.requeue_bound, settle.timeout)

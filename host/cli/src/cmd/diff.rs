@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rekon_controllers::decider::{
-    ClaimDecider, Native, PvcDecider, ShadowDifference, ShadowTally, Shadowed, Slot,
-};
+use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
+use rekon_controllers::decider::{ShadowDifference, ShadowTally, Shadowed, Slot};
 use rekon_controllers::journal::Journal;
-use rekon_runtime::{Engine, EngineConfig, GuestPre, World};
+use rekon_controllers::registry::Selection;
+use rekon_runtime::{Engine, EngineConfig, GuestPre, GuestWorld, World};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
 
 #[derive(clap::Args)]
@@ -30,7 +30,8 @@ pub struct Args {
     /// YAML list of steps applied after the controllers went idle.
     #[arg(long)]
     script: Option<PathBuf>,
-    /// Modules of the other controller (default: the reference logic linked into rekon).
+    /// Modules of the other controllers (default: only the controllers of the
+    /// compared world run).
     #[arg(long)]
     guests: Option<PathBuf>,
     /// Seed for generated names.
@@ -57,19 +58,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let old = engine.loader().file(&args.old)?;
     let new = engine.loader().world(old.world()).file(&args.new)?;
     let tally = Arc::new(ShadowTally::new(usize::MAX));
-    let deciders = compared(
-        old.clone(),
-        new.clone(),
-        tally.clone(),
-        args.guests.as_deref(),
-    )
-    .await?;
+    let deciders = match args.guests.as_deref() {
+        Some(dir) => crate::guests::load_deciders(Some(dir)).await?,
+        None => Deciders::new(),
+    };
+    let deciders = compared(old.clone(), new.clone(), tally.clone(), deciders);
+    let controllers = match args.guests {
+        Some(_) => Selection::default(),
+        None => Selection::for_world(old.world().name()),
+    };
     let settle = Settle {
         timeout: Duration::from_secs(args.timeout_seconds),
         ..Settle::default()
     };
     let options = ClusterOptions {
         seed: args.seed,
+        controllers,
         ..ClusterOptions::default()
     };
     let report = simulate(
@@ -111,41 +115,24 @@ fn read_state(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
         .map_err(|e| anyhow::anyhow!("state file {}: {e}", path.display()))
 }
 
-/// The compared world decides with `old` shadowed by `new`; the other world
-/// with the modules of `guests`, or natively.
-async fn compared(
-    old: GuestPre,
-    new: GuestPre,
-    tally: Arc<ShadowTally>,
-    guests: Option<&Path>,
-) -> anyhow::Result<Deciders> {
-    let other = match guests {
-        Some(dir) => crate::guests::load_deciders(Some(dir)).await?,
-        None => Deciders {
-            pvc: Arc::new(Slot::new(Arc::new(Native) as Arc<dyn PvcDecider>)),
-            claim: Arc::new(Slot::new(Arc::new(Native) as Arc<dyn ClaimDecider>)),
-        },
-    };
-    Ok(match old.world() {
-        World::PvcProtection => {
-            let (old, new): (Arc<dyn PvcDecider>, Arc<dyn PvcDecider>) =
-                (Arc::new(old), Arc::new(new));
-            let shadowed: Arc<dyn PvcDecider> = Arc::new(Shadowed::new(old, new, tally));
-            Deciders {
-                pvc: Arc::new(Slot::new(shadowed)),
-                claim: other.claim,
-            }
-        }
-        World::ResourceClaim => {
-            let (old, new): (Arc<dyn ClaimDecider>, Arc<dyn ClaimDecider>) =
-                (Arc::new(old), Arc::new(new));
-            let shadowed: Arc<dyn ClaimDecider> = Arc::new(Shadowed::new(old, new, tally));
-            Deciders {
-                pvc: other.pvc,
-                claim: Arc::new(Slot::new(shadowed)),
-            }
-        }
-    })
+/// The compared world decides with `old` shadowed by `new`; the other
+/// worlds keep the slots `deciders` has.
+fn compared(old: GuestPre, new: GuestPre, tally: Arc<ShadowTally>, deciders: Deciders) -> Deciders {
+    fn shadowed<W: GuestWorld>(
+        old: GuestPre,
+        new: GuestPre,
+        tally: Arc<ShadowTally>,
+    ) -> Arc<Slot<W>> {
+        Arc::new(Slot::new(Arc::new(Shadowed::<W>::new(
+            Arc::new(old),
+            Arc::new(new),
+            tally,
+        ))))
+    }
+    match old.world() {
+        World::PvcProtection => deciders.with(shadowed::<PvcProtectionWorld>(old, new, tally)),
+        World::ResourceClaim => deciders.with(shadowed::<ResourceClaimWorld>(old, new, tally)),
+    }
 }
 
 /// Per key, each differing decision as a line diff of the two decisions (YAML).

@@ -13,7 +13,7 @@ use kube::config::KubeConfigOptions;
 use rekon_apiserver::KubeletMode;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
-use rekon_machinery::queue::QueueConfig;
+use rekon_controllers::registry::{self, Selection};
 use rekon_ops::leader::default_identity;
 use rekon_ops::{ElectionConfig, Health, LeaderElector, Metrics, OpsServer, Supervision};
 use rekon_simulate::{ClusterOptions, EmbeddedCluster};
@@ -44,7 +44,16 @@ pub struct Args {
     /// Workers per controller.
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// Append the decision journal (JSON lines) to this file.
+    /// Controllers to run, as kube-controller-manager's flag: names, `*` for
+    /// all, `-name` to disable one (e.g. `*,-resource-claim`).
+    #[arg(long, default_value = "*")]
+    controllers: Selection,
+    /// Seconds between API discovery checks for controllers whose API the
+    /// server does not serve yet.
+    #[arg(long, default_value_t = 30)]
+    discovery_seconds: u64,
+    /// Append the decision journal (JSON lines) to this file. Without it no
+    /// journal is kept (a long-running host must not grow with its history).
     #[arg(long)]
     journal: Option<PathBuf>,
     /// Address of /metrics, /healthz and /readyz [default: 0.0.0.0:8080, or
@@ -137,19 +146,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     .await?;
     health.set_guests_loaded(true);
     let journal = Arc::new(match &args.journal {
-        Some(path) => Journal::with_sink(Box::new(
+        Some(path) => Journal::to_sink(Box::new(
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
                 .with_context(|| format!("opening journal {}", path.display()))?,
         )),
-        None => Journal::new(),
+        None => Journal::disabled(),
     });
-    for controller in [
-        rekon_controllers::pvc_protection::NAME,
-        rekon_controllers::resource_claim::NAME,
-    ] {
+    for controller in registry::names() {
         metrics.register_controller(controller);
     }
     let start_host = {
@@ -159,11 +165,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 client.clone(),
                 HostConfig {
                     workers: args.workers,
-                    pvc_decider: deciders.pvc.clone(),
-                    claim_decider: deciders.claim.clone(),
-                    journal: journal.clone(),
-                    queue: QueueConfig::default(),
-                    observer: metrics.clone(),
+                    controllers: args.controllers.clone(),
+                    discovery_interval: Duration::from_secs(args.discovery_seconds.max(1)),
+                    ..HostConfig::new(deciders.clone(), journal.clone(), metrics.clone())
                 },
             )
         }

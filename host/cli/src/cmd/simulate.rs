@@ -46,6 +46,10 @@ pub struct Args {
     /// Give up after this many seconds per phase.
     #[arg(long, default_value_t = 60)]
     timeout_seconds: u64,
+    /// Controllers to run, as kube-controller-manager's flag: names, `*` for
+    /// all, `-name` to disable one (e.g. `*,-resource-claim`).
+    #[arg(long, default_value = "*")]
+    controllers: rekon_controllers::registry::Selection,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -86,6 +90,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         pvc_protection_admission: !args.no_pvc_protection_admission,
         faults,
+        controllers: args.controllers,
     };
     let settle = Settle {
         timeout: Duration::from_secs(args.timeout_seconds),

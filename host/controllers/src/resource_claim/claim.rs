@@ -11,8 +11,12 @@ use serde_json::{Value, json};
 use super::{DELETE_PROTECTION_FINALIZER, NAME, ResourceClaimController, consumer_json};
 use crate::cache::ObjectKey;
 use crate::journal::{Entry, Preconditions};
-use crate::reconcile::{Outcome, ReconcileError, decide};
+use std::sync::Arc;
+
+use crate::decider::Decider;
+use crate::reconcile::{Outcome, ReconcileError};
 use crate::writes::{Deleted, Writer};
+use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
 
 impl ResourceClaimController {
     pub(super) async fn sync_claim(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
@@ -23,16 +27,16 @@ impl ResourceClaimController {
         let mut input = self.claim_input(&claim);
         let decider = self.decider.current();
         let guest = decider.info();
-        let mut decision = self.decide_claim(&*decider, &key_text, &input)?;
+        let mut decision = self.decide_claim(&decider, &key_text, &input).await?;
         if let ClaimDecision::NeedLivePods(names) = &decision {
             self.look_up_live(&key_text, &mut input, names).await?;
-            decision = self.decide_claim(&*decider, &key_text, &input)?;
+            decision = self.decide_claim(&decider, &key_text, &input).await?;
         }
         let ClaimDecision::Actions(actions) = decision else {
-            return Err(ReconcileError::Guest(format!(
-                "guest {} asked for live pods again after receiving them",
-                guest.name
-            )));
+            return Err(ReconcileError::Protocol {
+                guest: guest.name,
+                message: "asked for live pods again after receiving them".into(),
+            });
         };
 
         let writer = Writer {
@@ -106,21 +110,24 @@ impl ResourceClaimController {
         Ok(Outcome::Done)
     }
 
-    fn decide_claim(
+    async fn decide_claim(
         &self,
-        decider: &dyn crate::decider::ClaimDecider,
+        decider: &Arc<dyn Decider<ResourceClaimWorld>>,
         key: &str,
         input: &ClaimInput,
     ) -> Result<ClaimDecision, ReconcileError> {
-        decide(
-            &self.ctx,
-            NAME,
+        self.decide(
+            decider,
             key,
-            &decider.info(),
             input,
-            summarize,
-            |i| decider.decide_claim(key, i),
+            summarize(input),
+            ResourceClaimInput::Claim,
+            |d| match d {
+                ResourceClaimDecision::Claim(d) => Some(d),
+                ResourceClaimDecision::Pod(_) => None,
+            },
         )
+        .await
     }
 
     /// What the host knows of every pod in `reservedFor`, and of the owner pod.
@@ -191,8 +198,9 @@ impl ResourceClaimController {
                     Err(_) => 0,
                 },
             });
-            let pod = result.map_err(|e| {
-                ReconcileError::Transient(format!("live GET of pod {ns}/{name}: {e}"))
+            let pod = result.map_err(|source| ReconcileError::Read {
+                what: format!("live GET of pod {ns}/{name}"),
+                source,
             })?;
             // Every entry naming this pod gets the same answer.
             let lookup = match pod {

@@ -18,17 +18,23 @@ use rekon_machinery::deleted_pods::DeletedPods;
 use rekon_machinery::expectations::ExpectationsStore;
 use rekon_machinery::mutation_cache::MutationCache;
 
-pub use key::{ClaimControllerKey, KeyError};
+pub use key::ClaimControllerKey;
 pub use metrics::ClaimMetrics;
 
 use crate::cache::{Change, ObjectKey};
 use rekon_machinery::enqueue::EventKind;
 use rekon_machinery::enqueue::resource_claim::{self as rules, ClaimWork, Lookup};
 
-use crate::context::{CLAIMS_BY_OWNER_UID, Context, PODS_BY_CLAIM, PODS_BY_TEMPLATE, reference};
-use crate::decider::{ClaimDecider, Slot};
+use crate::context::{
+    ALLOCATED, CLAIMS_BY_ALLOCATION, CLAIMS_BY_OWNER_UID, Context, PODS_BY_CLAIM, PODS_BY_TEMPLATE,
+    reference,
+};
+use crate::decider::{Decider, Slot};
 use crate::projection::CachedPod;
-use crate::reconcile::{Outcome, ReconcileError, log_failure};
+use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
+use crate::reconciler::Reconciler;
+use crate::watches::Watches;
+use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
 
 pub const NAME: &str = "resource-claim";
 pub const ANNOTATION_POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
@@ -40,17 +46,23 @@ const CREATION_WAIT: Duration = Duration::from_millis(200);
 
 pub struct ResourceClaimController {
     ctx: Arc<Context>,
-    decider: Arc<Slot<dyn ClaimDecider>>,
+    decider: Arc<Slot<ResourceClaimWorld>>,
     /// Informer claims plus the claims this controller just created.
     created_claims: Mutex<MutationCache<model::ResourceClaim>>,
     /// Per pod key: UIDs of claims created but not yet seen by the informer.
+    /// Dropped with the pod.
     expectations: ExpectationsStore,
     deleted_pods: Mutex<DeletedPods>,
     pub metrics: ClaimMetrics,
 }
 
-impl ResourceClaimController {
-    pub fn new(ctx: Arc<Context>, decider: Arc<Slot<dyn ClaimDecider>>) -> Self {
+impl Reconciler for ResourceClaimController {
+    const NAME: &'static str = NAME;
+    const APIS: &'static [&'static str] = &["v1", "resource.k8s.io/v1"];
+    type World = ResourceClaimWorld;
+    type Key = ClaimControllerKey;
+
+    fn new(ctx: Arc<Context>, decider: Arc<Slot<ResourceClaimWorld>>) -> Self {
         Self {
             ctx,
             decider,
@@ -61,31 +73,58 @@ impl ResourceClaimController {
         }
     }
 
-    pub async fn reconcile(&self, key: &ClaimControllerKey) -> Outcome {
-        let result = match key {
+    fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ClaimControllerKey>) {
+        let this = self.clone();
+        watches.on::<CachedPod>(move |change| this.keys_for_pod(change));
+        let this = self.clone();
+        watches.on::<model::ResourceClaim>(move |change| this.keys_for_claim(change));
+        let this = self.clone();
+        watches.on::<model::ResourceClaimTemplate>(move |change| this.keys_for_template(change));
+    }
+
+    async fn reconcile(&self, key: &ClaimControllerKey) -> Result<Outcome, ReconcileError> {
+        match key {
             ClaimControllerKey::Pod(k) => self.sync_pod(k).await,
             ClaimControllerKey::Claim(k) => self.sync_claim(k).await,
-        };
-        match result {
-            Ok(outcome) => outcome,
-            Err(err) => {
-                log_failure(NAME, key.object(), &err);
-                if let (ClaimControllerKey::Claim(k), false) = (key, err.is_conflict())
-                    && let Some(claim) = self.ctx.caches.claims.get(k)
-                {
-                    self.ctx
-                        .event(
-                            reference("ResourceClaim", "resource.k8s.io/v1", &claim.meta),
-                            true,
-                            "FailedResourceClaimSync",
-                            "Reconcile",
-                            err.to_string(),
-                        )
-                        .await;
-                }
-                Outcome::Retry
-            }
         }
+    }
+
+    async fn error_policy(&self, key: &ClaimControllerKey, err: &ReconcileError) -> Outcome {
+        log_failure(NAME, key, err);
+        if let (ClaimControllerKey::Claim(k), false) = (key, err.is_conflict())
+            && let Some(claim) = self.ctx.caches.claims.get(k)
+        {
+            self.ctx
+                .event(
+                    reference("ResourceClaim", "resource.k8s.io/v1", &claim.meta),
+                    true,
+                    "FailedResourceClaimSync",
+                    "Reconcile",
+                    err.to_string(),
+                )
+                .await;
+        }
+        err.requeue()
+    }
+}
+
+impl ResourceClaimController {
+    /// One decision of this controller's world; `wrap` and `unwrap` pick the
+    /// pod or claim variant.
+    async fn decide<I: Clone, D>(
+        &self,
+        decider: &Arc<dyn Decider<ResourceClaimWorld>>,
+        key: &str,
+        input: &I,
+        summary: serde_json::Value,
+        wrap: fn(I) -> ResourceClaimInput,
+        unwrap: fn(ResourceClaimDecision) -> Option<D>,
+    ) -> Result<D, ReconcileError> {
+        let decision = decide(&self.ctx, NAME, key, decider, wrap(input.clone()), summary).await?;
+        unwrap(decision).ok_or_else(|| ReconcileError::Protocol {
+            guest: decider.info().name,
+            message: "answered with the other decision kind".into(),
+        })
     }
 
     // ---- event handlers (§3.3, rules in rekon_machinery::enqueue) ----
@@ -123,6 +162,10 @@ impl ResourceClaimController {
             Change::Applied { new, .. } => (&new.pod, false),
             Change::Deleted(old) => (&old.pod, true),
         };
+        if deleted {
+            self.expectations
+                .delete_expectations(&format!("pod:{}/{}", pod.meta.namespace, pod.meta.name));
+        }
         self.keys(rules::work_for_pod_event(
             pod,
             deleted,
@@ -138,8 +181,13 @@ impl ResourceClaimController {
             Change::Applied { new, .. } => (new, EventKind::Updated),
             Change::Deleted(old) => (old, EventKind::Deleted),
         };
-        let (claims_total, allocated) = self.claim_counts();
-        self.metrics.set_claims(claims_total, allocated);
+        self.metrics.set_claims(
+            self.ctx.caches.claims.len(),
+            self.ctx
+                .caches
+                .claims
+                .count_by_index(CLAIMS_BY_ALLOCATION, ALLOCATED),
+        );
         if kind == EventKind::Deleted {
             self.forget_claim(claim);
         } else {
@@ -173,12 +221,6 @@ impl ResourceClaimController {
             .into_iter()
             .map(ClaimControllerKey::Pod)
             .collect()
-    }
-
-    fn claim_counts(&self) -> (usize, usize) {
-        let all = self.ctx.caches.claims.list();
-        let allocated = all.iter().filter(|c| c.allocated).count();
-        (all.len(), allocated)
     }
 
     // ---- the caches around claim creation ----
@@ -251,10 +293,4 @@ fn consumer_json(c: &model::ConsumerReference) -> serde_json::Value {
         v["apiGroup"] = serde_json::json!(c.api_group);
     }
     v
-}
-
-impl From<KeyError> for ReconcileError {
-    fn from(err: KeyError) -> Self {
-        ReconcileError::Rejected(err.to_string())
-    }
 }

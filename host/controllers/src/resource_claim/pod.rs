@@ -14,8 +14,9 @@ use crate::cache::ObjectKey;
 use rekon_machinery::enqueue::resource_claim::{ClaimName, resolve_claim_name};
 
 use crate::context::reference;
-use crate::reconcile::{Outcome, ReconcileError, decide};
+use crate::reconcile::{Outcome, ReconcileError};
 use crate::writes::Writer;
+use rekon_contract::{ResourceClaimDecision, ResourceClaimInput};
 
 impl ResourceClaimController {
     pub(super) async fn sync_pod(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
@@ -30,9 +31,19 @@ impl ResourceClaimController {
         let input = self.pod_input(pod);
         let decider = self.decider.current();
         let guest = decider.info();
-        let decision = decide(&self.ctx, NAME, &key_text, &guest, &input, summarize, |i| {
-            decider.decide_pod(&key_text, i)
-        })?;
+        let decision = self
+            .decide(
+                &decider,
+                &key_text,
+                &input,
+                summarize(&input),
+                ResourceClaimInput::Pod,
+                |d| match d {
+                    ResourceClaimDecision::Pod(d) => Some(d),
+                    ResourceClaimDecision::Claim(_) => None,
+                },
+            )
+            .await?;
 
         let writer = Writer {
             client: self.ctx.client.clone(),

@@ -1,14 +1,15 @@
 //! The resource-claim controller's own metrics, under upstream's names, read
 //! from its atomics at scrape time.
 
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use rekon_controllers::host::HostProbe;
 use rekon_controllers::resource_claim::ResourceClaimController;
 
 /// Reports nothing until a controller runs on this replica; afterwards the
@@ -16,7 +17,7 @@ use rekon_controllers::resource_claim::ResourceClaimController;
 /// Prometheus treats as a counter reset).
 #[derive(Default)]
 pub struct ClaimCollector {
-    source: Mutex<Option<Arc<ResourceClaimController>>>,
+    source: Mutex<Option<HostProbe>>,
 }
 
 impl std::fmt::Debug for ClaimCollector {
@@ -26,14 +27,15 @@ impl std::fmt::Debug for ClaimCollector {
 }
 
 impl ClaimCollector {
-    pub fn set_source(&self, controller: Arc<ResourceClaimController>) {
-        *self.source.lock().expect("claim collector lock") = Some(controller);
+    pub fn set_source(&self, host: HostProbe) {
+        *self.source.lock().expect("claim collector lock") = Some(host);
     }
 }
 
 impl Collector for ClaimCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let Some(controller) = self.source.lock().expect("claim collector lock").clone() else {
+        let host = self.source.lock().expect("claim collector lock").clone();
+        let Some(controller) = host.and_then(|h| h.controller::<ResourceClaimController>()) else {
             return Ok(());
         };
         let m = &controller.metrics;

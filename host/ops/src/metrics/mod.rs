@@ -18,7 +18,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use rekon_controllers::resource_claim::ResourceClaimController;
+use rekon_controllers::host::HostProbe;
 
 use crate::guest_status::{GuestStatus, ShadowOutcome};
 use claims::ClaimCollector;
@@ -71,6 +71,8 @@ pub struct Metrics {
     guest_memory: Family<GuestLabels, Counter>,
     guest_info: Family<GuestInfoLabels, Gauge>,
     shadow_decisions: Family<ShadowLabels, Counter>,
+    reconcile_panics: Family<ControllerLabels, Counter>,
+    controller_enabled: Family<ControllerLabels, Gauge>,
     /// The `rekon_guest_info` series currently set, by controller.
     active_modules: Mutex<HashMap<String, GuestInfoLabels>>,
     claims: Arc<ClaimCollector>,
@@ -101,6 +103,8 @@ impl Metrics {
             guest_memory: Family::default(),
             guest_info: Family::default(),
             shadow_decisions: Family::default(),
+            reconcile_panics: Family::default(),
+            controller_enabled: Family::default(),
             active_modules: Mutex::default(),
             claims: Arc::new(ClaimCollector::default()),
         };
@@ -185,6 +189,16 @@ impl Metrics {
             "Shadow decisions compared with the active module's, by agreement",
             self.shadow_decisions.clone(),
         );
+        r.register(
+            "rekon_reconcile_panics",
+            "Reconciles that panicked (their key was requeued with backoff), per controller",
+            self.reconcile_panics.clone(),
+        );
+        r.register(
+            "rekon_controller_enabled",
+            "1 while the controller runs; 0 when --controllers disables it or the server does not serve its API yet",
+            self.controller_enabled.clone(),
+        );
         r.register_collector(Box::new(self.claims.clone()));
     }
 
@@ -208,10 +222,10 @@ impl Metrics {
             .set(i64::from(leading));
     }
 
-    /// The resource-claim controller whose counters `/metrics` reports from now on
+    /// The host whose controllers' own counters `/metrics` reports from now on
     /// (a new one each time this replica starts leading).
-    pub fn watch_claim_controller(&self, controller: Arc<ResourceClaimController>) {
-        self.claims.set_source(controller);
+    pub fn watch_host(&self, host: HostProbe) {
+        self.claims.set_source(host);
     }
 
     /// The whole registry in the OpenMetrics text format.

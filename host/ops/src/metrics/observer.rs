@@ -48,6 +48,18 @@ impl Observer for Metrics {
         failures.get_or_create(&labels).inc();
     }
 
+    fn reconcile_panicked(&self, controller: &str) {
+        self.reconcile_panics
+            .get_or_create(&ControllerLabels::new(controller))
+            .inc();
+    }
+
+    fn controller_enabled(&self, controller: &str, enabled: bool) {
+        self.controller_enabled
+            .get_or_create(&ControllerLabels::new(controller))
+            .set(i64::from(enabled));
+    }
+
     fn queue_metrics(&self, queue: &str) -> Arc<dyn QueueMetrics> {
         let labels = QueueLabels::new(queue);
         Arc::new(QueueObserver {

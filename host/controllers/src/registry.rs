@@ -1,0 +1,166 @@
+//! Every controller rekon can run, and which of them run: `--controllers`
+//! (kube-controller-manager's syntax) and API discovery.
+
+use std::str::FromStr;
+
+use kube::Client;
+
+use crate::host::{Running, Shared, StartError, start};
+use crate::reconciler::Reconciler;
+
+/// One controller kind: its name, the APIs it needs, how to start it.
+pub struct Registration {
+    pub name: &'static str,
+    /// The WIT world its decisions come from.
+    pub world: &'static str,
+    pub apis: &'static [&'static str],
+    pub(crate) start: fn(&Shared) -> Result<Running, StartError>,
+}
+
+impl Registration {
+    pub const fn of<R: Reconciler>() -> Self {
+        Self {
+            name: R::NAME,
+            world: <R::World as rekon_contract::WitWorld>::NAME,
+            apis: R::APIS,
+            start: start::<R>,
+        }
+    }
+}
+
+/// The controllers, in start order. Adding a controller is one line here.
+pub const CONTROLLERS: &[Registration] = &[
+    Registration::of::<crate::pvc_protection::PvcProtection>(),
+    Registration::of::<crate::resource_claim::ResourceClaimController>(),
+];
+
+/// The names of every controller.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    CONTROLLERS.iter().map(|c| c.name)
+}
+
+/// Which controllers run, as kube-controller-manager's `--controllers`: a list
+/// of names, `*` for all, `-name` to disable one. An explicit name wins over
+/// its negation's absence; `-name` wins over `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection(Vec<String>);
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SelectionError {
+    #[error("--controllers: unknown controller {name:?} (known: {known})")]
+    Unknown { name: String, known: String },
+    #[error("--controllers: empty entry")]
+    Empty,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Self(vec!["*".into()])
+    }
+}
+
+impl FromStr for Selection {
+    type Err = SelectionError;
+
+    fn from_str(text: &str) -> Result<Self, SelectionError> {
+        let entries: Vec<String> = text.split(',').map(|e| e.trim().to_string()).collect();
+        for entry in &entries {
+            let name = entry.strip_prefix('-').unwrap_or(entry);
+            if name.is_empty() {
+                return Err(SelectionError::Empty);
+            }
+            if name != "*" && !names().any(|n| n == name) {
+                return Err(SelectionError::Unknown {
+                    name: name.into(),
+                    known: names().collect::<Vec<_>>().join(", "),
+                });
+            }
+        }
+        Ok(Self(entries))
+    }
+}
+
+impl Selection {
+    /// Only the controllers deciding in world `world`.
+    pub fn for_world(world: &str) -> Self {
+        Self(
+            CONTROLLERS
+                .iter()
+                .filter(|c| c.world == world)
+                .map(|c| c.name.to_string())
+                .collect(),
+        )
+    }
+
+    pub fn is_enabled(&self, name: &str) -> bool {
+        if self.0.iter().any(|e| e == name) {
+            return true;
+        }
+        if self.0.iter().any(|e| e.strip_prefix('-') == Some(name)) {
+            return false;
+        }
+        self.0.iter().any(|e| e == "*")
+    }
+}
+
+/// Whether the server serves `api` (`v1` or `group/version`). Not found is
+/// `Ok(false)`; any other failure is an error (asked again later).
+pub async fn serves(client: &Client, api: &str) -> Result<bool, kube::Error> {
+    if !api.contains('/') {
+        let core = client.list_core_api_versions().await?;
+        return Ok(core.versions.iter().any(|v| v == api));
+    }
+    match client.list_api_group_resources(api).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// The APIs of `apis` the server does not serve, per `served`.
+pub async fn missing_apis<'a>(
+    client: &Client,
+    apis: &[&'a str],
+) -> Result<Vec<&'a str>, kube::Error> {
+    let mut missing = Vec::new();
+    for api in apis {
+        if !serves(client, api).await? {
+            missing.push(*api);
+        }
+    }
+    Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(text: &str) -> Selection {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn controllers_flag_follows_kube_controller_manager() {
+        assert!(Selection::default().is_enabled("resource-claim"));
+        assert!(sel("*").is_enabled("pvc-protection"));
+        assert!(!sel("*,-resource-claim").is_enabled("resource-claim"));
+        assert!(sel("*,-resource-claim").is_enabled("pvc-protection"));
+        assert!(sel("pvc-protection").is_enabled("pvc-protection"));
+        assert!(!sel("pvc-protection").is_enabled("resource-claim"));
+        assert!(
+            !sel("-resource-claim").is_enabled("pvc-protection"),
+            "without * only named controllers run"
+        );
+    }
+
+    #[test]
+    fn unknown_names_are_refused_with_the_known_ones() {
+        let err = "*,-volume-binder".parse::<Selection>().unwrap_err();
+        assert!(matches!(&err, SelectionError::Unknown { name, .. } if name == "volume-binder"));
+        assert!(err.to_string().contains("pvc-protection, resource-claim"));
+        assert_eq!(
+            "pvc-protection,,resource-claim".parse::<Selection>(),
+            Err(SelectionError::Empty)
+        );
+    }
+}

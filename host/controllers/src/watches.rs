@@ -1,0 +1,154 @@
+//! Watches shared by the controllers: one reflector per watched resource type,
+//! started when the first controller subscribes, feeding every subscriber's
+//! enqueue rules. A controller that starts late (its API appeared) first sees
+//! what the cache already holds, as a handler added to a client-go informer does.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+
+use kube::Client;
+use rekon_machinery::queue::{QueueKey, WorkQueue};
+use tokio::task::JoinHandle;
+
+use crate::cache::{Cache, Change, Projection, reflect};
+use crate::context::Context;
+use crate::projection::Watched;
+
+type Handler<P> = Box<dyn Fn(&Change<P>) + Send + Sync>;
+
+/// The subscribers of one resource type's reflector.
+struct Feed<P> {
+    handlers: RwLock<Vec<Handler<P>>>,
+}
+
+/// A cache a worker waits for before its first reconcile.
+pub trait SyncGate: Send + Sync {
+    fn is_synced(&self) -> bool;
+    fn wait_synced(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+impl<P: Projection> SyncGate for Cache<P> {
+    fn is_synced(&self) -> bool {
+        Cache::is_synced(self)
+    }
+
+    fn wait_synced(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(Cache::wait_synced(self))
+    }
+}
+
+/// Every running reflector and its subscribers.
+pub struct Feeds {
+    client: Client,
+    ctx: Arc<Context>,
+    /// Called on every change of every watched resource (activity tracking).
+    on_any: Arc<dyn Fn() + Send + Sync>,
+    feeds: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    reflectors: Mutex<Vec<JoinHandle<()>>>,
+    gates: Mutex<Vec<Arc<dyn SyncGate>>>,
+}
+
+impl Feeds {
+    pub fn new(client: Client, ctx: Arc<Context>, on_any: Arc<dyn Fn() + Send + Sync>) -> Self {
+        Self {
+            client,
+            ctx,
+            on_any,
+            feeds: Mutex::default(),
+            reflectors: Mutex::default(),
+            gates: Mutex::default(),
+        }
+    }
+
+    /// Adds `handler` to `P`'s reflector, starting it if it is the first.
+    fn subscribe<P: Watched>(&self, handler: Handler<P>) -> Arc<Cache<P>> {
+        let cache = P::cache(&self.ctx.caches).clone();
+        let feed = {
+            let mut feeds = self.feeds.lock().unwrap();
+            match feeds.get(&TypeId::of::<P>()) {
+                Some(feed) => Arc::clone(feed)
+                    .downcast::<Feed<P>>()
+                    .expect("feeds are keyed by their type"),
+                None => {
+                    let feed = Arc::new(Feed::<P> {
+                        handlers: RwLock::default(),
+                    });
+                    feeds.insert(TypeId::of::<P>(), feed.clone());
+                    self.start::<P>(feed.clone(), cache.clone());
+                    feed
+                }
+            }
+        };
+        let mut handlers = feed.handlers.write().unwrap();
+        if cache.is_synced() {
+            for obj in cache.list() {
+                handler(&Change::Applied {
+                    old: None,
+                    new: obj,
+                });
+            }
+        }
+        handlers.push(handler);
+        cache
+    }
+
+    fn start<P: Watched>(&self, feed: Arc<Feed<P>>, cache: Arc<Cache<P>>) {
+        let on_any = self.on_any.clone();
+        let task = tokio::spawn(reflect(self.client.clone(), cache.clone(), move |change| {
+            on_any();
+            for handler in feed.handlers.read().unwrap().iter() {
+                handler(&change);
+            }
+        }));
+        self.reflectors.lock().unwrap().push(task);
+        self.gates.lock().unwrap().push(cache);
+    }
+
+    /// Whether every started reflector has listed once.
+    pub fn all_synced(&self) -> bool {
+        self.gates.lock().unwrap().iter().all(|g| g.is_synced())
+    }
+
+    /// Stops every reflector.
+    pub fn stop(&self) {
+        for task in self.reflectors.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+/// What one controller watches: given to [`crate::reconciler::Reconciler::watches`].
+pub struct Watches<'a, K> {
+    feeds: &'a Feeds,
+    queue: Arc<WorkQueue<K>>,
+    gates: Vec<Arc<dyn SyncGate>>,
+}
+
+impl<'a, K: QueueKey> Watches<'a, K> {
+    pub(crate) fn new(feeds: &'a Feeds, queue: Arc<WorkQueue<K>>) -> Self {
+        Self {
+            feeds,
+            queue,
+            gates: Vec::new(),
+        }
+    }
+
+    /// Watches `P`: every change enqueues the keys `keys` returns. The
+    /// controller's workers wait until `P`'s cache has synced.
+    pub fn on<P: Watched>(&mut self, keys: impl Fn(&Change<P>) -> Vec<K> + Send + Sync + 'static) {
+        let queue = self.queue.clone();
+        let cache = self.feeds.subscribe::<P>(Box::new(move |change| {
+            for key in keys(change) {
+                queue.add(key);
+            }
+        }));
+        self.gates.push(cache);
+    }
+
+    pub(crate) fn into_gates(self) -> Vec<Arc<dyn SyncGate>> {
+        self.gates
+    }
+}
