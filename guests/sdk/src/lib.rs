@@ -10,6 +10,7 @@
 #[cfg(feature = "cases")]
 pub mod cases;
 pub mod convert;
+pub mod ephemeral;
 pub mod model;
 
 /// Shared WIT types and the host log import, generated once for every guest.
