@@ -65,7 +65,7 @@ fn exhaust_memory() -> ! {
 #[cfg(target_arch = "wasm32")]
 mod component {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "../../wit/deps/rekon-reconcile@0.1.0",
         world: "rekon:reconcile/pvc-protection@0.1.0",
         with: {
             "rekon:reconcile/types@0.1.0": rekon_guest::bindings::rekon::reconcile::types,

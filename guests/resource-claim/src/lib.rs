@@ -10,7 +10,7 @@ pub mod logic;
 #[cfg(target_arch = "wasm32")]
 mod component {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "../../wit/deps/rekon-reconcile@0.1.0",
         world: "rekon:reconcile/resource-claim@0.1.0",
         with: {
             "rekon:reconcile/types@0.1.0": rekon_guest::bindings::rekon::reconcile::types,

@@ -201,7 +201,7 @@ mod tests {
 
     mod pvc_world {
         wit_bindgen::generate!({
-            path: "../../wit",
+            path: "../../wit/deps/rekon-reconcile@0.1.0",
             world: "rekon:reconcile/pvc-protection@0.1.0",
             with: {
                 "rekon:reconcile/types@0.1.0": crate::bindings::rekon::reconcile::types,
@@ -212,7 +212,7 @@ mod tests {
 
     mod claim_world {
         wit_bindgen::generate!({
-            path: "../../wit",
+            path: "../../wit/deps/rekon-reconcile@0.1.0",
             world: "rekon:reconcile/resource-claim@0.1.0",
             with: {
                 "rekon:reconcile/types@0.1.0": crate::bindings::rekon::reconcile::types,

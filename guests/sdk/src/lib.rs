@@ -16,7 +16,7 @@ pub mod model;
 /// Shared WIT types and the host log import, generated once for every guest.
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "../../wit/deps/rekon-reconcile@0.1.0",
         world: "rekon:reconcile/guest-imports@0.1.0",
         additional_derives: [PartialEq, Eq],
         generate_all,

@@ -27,7 +27,7 @@ pub const PACKAGE: &str = "rekon:reconcile";
 /// Every contract version this host binds, newest first.
 pub const SUPPORTED_VERSIONS: &[ContractVersion] = &[v0_1_0::VERSION];
 
-/// Bindings of `rekon:reconcile@0.1.0` (wit/ at the repository root).
+/// Bindings of `rekon:reconcile@0.1.0` (wit/deps/rekon-reconcile@0.1.0, frozen).
 pub mod v0_1_0 {
     use super::ContractVersion;
 
@@ -44,7 +44,7 @@ pub mod v0_1_0 {
     /// The shared `types` and the host-implemented `log` interface.
     pub mod shared {
         wasmtime::component::bindgen!({
-            path: "../../wit",
+            path: "../../wit/deps/rekon-reconcile@0.1.0",
             world: "rekon:reconcile/guest-imports@0.1.0",
         });
     }
@@ -52,7 +52,7 @@ pub mod v0_1_0 {
     /// The pvc-protection world: exports `pvc-decider`.
     pub mod pvc {
         wasmtime::component::bindgen!({
-            path: "../../wit",
+            path: "../../wit/deps/rekon-reconcile@0.1.0",
             world: "rekon:reconcile/pvc-protection@0.1.0",
             with: {
                 "rekon:reconcile/types": super::shared::rekon::reconcile::types,
@@ -64,7 +64,7 @@ pub mod v0_1_0 {
     /// The resource-claim world: exports `claim-decider`.
     pub mod claim {
         wasmtime::component::bindgen!({
-            path: "../../wit",
+            path: "../../wit/deps/rekon-reconcile@0.1.0",
             world: "rekon:reconcile/resource-claim@0.1.0",
             with: {
                 "rekon:reconcile/types": super::shared::rekon::reconcile::types,
