@@ -9,14 +9,15 @@ pub mod logic;
 #[cfg(target_arch = "wasm32")]
 mod component {
     // Self-contained world: nothing to share with the SDK's `types` bindings.
+    // (`reconcile0_2_0`: wit/deps holds 0.1.0 too, so wit-bindgen adds the version.)
     wit_bindgen::generate!({
         path: "../../wit",
         world: "rekon:reconcile/ephemeral-volume@0.2.0",
     });
 
-    rekon_guest::impl_ephemeral_conversions!(exports::rekon::reconcile::volume_decider);
+    rekon_guest::impl_ephemeral_conversions!(exports::rekon::reconcile0_2_0::volume_decider);
 
-    use exports::rekon::reconcile::volume_decider::{Guest, VolumeDecision, VolumeInput};
+    use exports::rekon::reconcile0_2_0::volume_decider::{Guest, VolumeDecision, VolumeInput};
     use rekon_guest::ephemeral;
 
     struct EphemeralVolume;
