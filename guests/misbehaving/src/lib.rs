@@ -2,7 +2,8 @@
 //! tests (epoch deadline, memory cap, trap). The PVC name picks the behaviour;
 //! see [`Behaviour::for_pvc`].
 
-use rekon_guest::model::{PvcDecision, PvcInput};
+use rekon_guest::model::PvcDecision;
+use rekon_guest::projection::pvc::PvcInput;
 
 /// Bytes per allocation of the memory bomb.
 const BOMB_CHUNK: usize = 1 << 20;
@@ -34,12 +35,12 @@ impl Behaviour {
 
 /// Run the behaviour the input's PVC name selects.
 pub fn decide(input: &PvcInput) -> PvcDecision {
-    match Behaviour::for_pvc(&input.pvc.meta.name) {
+    match Behaviour::for_pvc(&input.pvc.name) {
         Behaviour::Loop => spin(),
         Behaviour::Bomb => exhaust_memory(),
         Behaviour::Panic => panic!(
             "misbehaving guest: panic requested by PVC {:?}",
-            input.pvc.meta.name
+            input.pvc.name
         ),
         Behaviour::Behave => PvcDecision::Actions(Vec::new()),
     }
@@ -65,24 +66,24 @@ fn exhaust_memory() -> ! {
 #[cfg(target_arch = "wasm32")]
 mod component {
     wit_bindgen::generate!({
-        path: "../../wit/deps/rekon-reconcile@0.1.0",
-        world: "rekon:reconcile/pvc-protection@0.1.0",
+        path: "../../wit",
+        world: "rekon:reconcile/pvc-protection@0.2.0",
         with: {
-            "rekon:reconcile/types@0.1.0": rekon_guest::bindings::rekon::reconcile::types,
-            "rekon:reconcile/log@0.1.0": rekon_guest::bindings::rekon::reconcile::log,
+            "rekon:reconcile/types@0.2.0": rekon_guest::bindings::rekon::reconcile0_2_0::types,
+            "rekon:reconcile/log@0.2.0": rekon_guest::bindings::rekon::reconcile0_2_0::log,
         },
     });
 
-    rekon_guest::impl_contract_conversions!(pvc = exports::rekon::reconcile::pvc_decider);
+    rekon_guest::impl_contract_conversions!(v0_2_0: pvc = exports::rekon::reconcile0_2_0::pvc_decider);
 
-    use exports::rekon::reconcile::pvc_decider::{Guest, PvcDecision, PvcInput};
-    use rekon_guest::model;
+    use exports::rekon::reconcile0_2_0::pvc_decider::{Guest, PvcDecision, PvcInput};
+    use rekon_guest::projection::pvc;
 
     struct Misbehaving;
 
     impl Guest for Misbehaving {
         fn decide(input: PvcInput) -> PvcDecision {
-            let input = model::PvcInput::from(input);
+            let input = pvc::PvcInput::from(input);
             crate::decide(&input).into()
         }
     }
@@ -96,7 +97,7 @@ mod tests {
 
     fn input(pvc_name: &str) -> PvcInput {
         let mut input = PvcInput::default();
-        input.pvc.meta.name = pvc_name.into();
+        input.pvc.name = pvc_name.into();
         input
     }
 

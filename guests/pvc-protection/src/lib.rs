@@ -1,6 +1,7 @@
 //! Reference guest for the PVC protection controller (upstream-behaviour §1).
 //!
-//! [`logic`] holds the decision as plain Rust over [`rekon_guest::model`]; it runs
+//! [`logic`] holds the decision as plain Rust over its 0.2.0 projection
+//! ([`rekon_guest::projection::pvc`]); it runs
 //! natively in tests and benches. Built for wasm32, the crate also exports it as
 //! the `pvc-decider` interface of the `rekon:reconcile/pvc-protection` world.
 
@@ -9,24 +10,24 @@ pub mod logic;
 #[cfg(target_arch = "wasm32")]
 mod component {
     wit_bindgen::generate!({
-        path: "../../wit/deps/rekon-reconcile@0.1.0",
-        world: "rekon:reconcile/pvc-protection@0.1.0",
+        path: "../../wit",
+        world: "rekon:reconcile/pvc-protection@0.2.0",
         with: {
-            "rekon:reconcile/types@0.1.0": rekon_guest::bindings::rekon::reconcile::types,
-            "rekon:reconcile/log@0.1.0": rekon_guest::bindings::rekon::reconcile::log,
+            "rekon:reconcile/types@0.2.0": rekon_guest::bindings::rekon::reconcile0_2_0::types,
+            "rekon:reconcile/log@0.2.0": rekon_guest::bindings::rekon::reconcile0_2_0::log,
         },
     });
 
-    rekon_guest::impl_contract_conversions!(pvc = exports::rekon::reconcile::pvc_decider);
+    rekon_guest::impl_contract_conversions!(v0_2_0: pvc = exports::rekon::reconcile0_2_0::pvc_decider);
 
-    use exports::rekon::reconcile::pvc_decider::{Guest, PvcDecision, PvcInput};
-    use rekon_guest::model;
+    use exports::rekon::reconcile0_2_0::pvc_decider::{Guest, PvcDecision, PvcInput};
+    use rekon_guest::projection::pvc;
 
     struct PvcProtection;
 
     impl Guest for PvcProtection {
         fn decide(input: PvcInput) -> PvcDecision {
-            let input = model::PvcInput::from(input);
+            let input = pvc::PvcInput::from(input);
             crate::logic::decide(&input).into()
         }
     }

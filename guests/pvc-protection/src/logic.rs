@@ -1,11 +1,14 @@
-//! The PVC protection decision (upstream-behaviour §1), as plain Rust over the model.
+//! The PVC protection decision (upstream-behaviour §1), as plain Rust over its
+//! `rekon:reconcile@0.2.0` projection: the host sends only pods of the PVC's
+//! namespace, each with the volumes that name a claim.
 //!
 //! One call decides one PVC key. The decision is two-phase (§1.5): the cached
 //! pods from the pod→PVC index are checked first; only when none of them uses
 //! the PVC does the guest ask the host for a live pod list, because the cache
 //! alone can never prove that a PVC is unused (k/k #75980, #76703).
 
-use rekon_guest::model::{Pod, Pvc, PvcAction, PvcDecision, PvcInput, VolumeSource};
+use rekon_guest::model::{PvcAction, PvcDecision};
+use rekon_guest::projection::pvc::{Pod, Pvc, PvcInput, Volume};
 
 /// The finalizer this controller owns.
 pub const FINALIZER: &str = "kubernetes.io/pvc-protection";
@@ -17,7 +20,7 @@ pub fn decide(input: &PvcInput) -> PvcDecision {
         return decide_deletion_candidate(input);
     }
     if needs_finalizer(pvc) {
-        return PvcDecision::Actions(vec![PvcAction::AddFinalizer(pvc.meta.target())]);
+        return PvcDecision::Actions(vec![PvcAction::AddFinalizer(pvc.target())]);
     }
     PvcDecision::Actions(Vec::new())
 }
@@ -36,43 +39,40 @@ fn decide_deletion_candidate(input: &PvcInput) -> PvcDecision {
     if any_pod_uses_pvc(live_pods, pvc) {
         return PvcDecision::Actions(Vec::new());
     }
-    PvcDecision::Actions(vec![PvcAction::RemoveFinalizer(pvc.meta.target())])
+    PvcDecision::Actions(vec![PvcAction::RemoveFinalizer(pvc.target())])
 }
 
 /// NeedsFinalizer (§1.1): not deleting and the finalizer is absent.
 pub fn needs_finalizer(pvc: &Pvc) -> bool {
-    !pvc.meta.is_deleting() && !pvc.meta.has_finalizer(FINALIZER)
+    !pvc.deleting && !pvc.has_finalizer(FINALIZER)
 }
 
 /// DeletionCandidate (§1.1): deleting and the finalizer is present.
 pub fn is_deletion_candidate(pvc: &Pvc) -> bool {
-    pvc.meta.is_deleting() && pvc.meta.has_finalizer(FINALIZER)
+    pvc.deleting && pvc.has_finalizer(FINALIZER)
 }
 
 fn any_pod_uses_pvc(pods: &[Pod], pvc: &Pvc) -> bool {
     pods.iter().any(|pod| pod_uses_pvc(pod, pvc))
 }
 
-/// PodUsesPVC (§1.2).
-///
-/// Pods of another namespace never use the PVC: the host should not send them,
-/// but a claimName only means something inside the pod's own namespace.
+/// PodUsesPVC (§1.2), for a pod of the PVC's namespace.
 pub fn pod_uses_pvc(pod: &Pod, pvc: &Pvc) -> bool {
     // Unscheduled pods never use a PVC: kubelet only sees scheduled pods, and the
     // scheduler refuses PVCs that are being deleted.
-    if !pod.is_scheduled() || pod.meta.namespace != pvc.meta.namespace {
+    if !pod.scheduled {
         return false;
     }
-    pod.volumes.iter().any(|volume| match &volume.source {
+    pod.volumes.iter().any(|volume| match volume {
         // The phase is deliberately not consulted: a Succeeded/Failed pod that
         // still exists keeps blocking.
-        VolumeSource::PersistentVolumeClaim(claim_name) => *claim_name == pvc.meta.name,
+        Volume::Claim(claim_name) => *claim_name == pvc.name,
         // A shut-down pod's ephemeral PVC must not block, or the pod's own
         // finalizer and the PVC's would wait for each other.
-        VolumeSource::Ephemeral => {
-            !pod.is_shut_down()
-                && is_ephemeral_claim_name(&pod.meta.name, &volume.name, &pvc.meta.name)
-                && pod.controls(&pvc.meta)
+        Volume::Ephemeral(volume_name) => {
+            !pod.shut_down
+                && is_ephemeral_claim_name(&pod.name, volume_name, &pvc.name)
+                && pvc.controller_uid.as_ref() == Some(&pod.uid)
         }
     })
 }

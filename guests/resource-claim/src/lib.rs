@@ -10,20 +10,20 @@ pub mod logic;
 #[cfg(target_arch = "wasm32")]
 mod component {
     wit_bindgen::generate!({
-        path: "../../wit/deps/rekon-reconcile@0.1.0",
-        world: "rekon:reconcile/resource-claim@0.1.0",
+        path: "../../wit",
+        world: "rekon:reconcile/resource-claim@0.2.0",
         with: {
-            "rekon:reconcile/types@0.1.0": rekon_guest::bindings::rekon::reconcile::types,
-            "rekon:reconcile/log@0.1.0": rekon_guest::bindings::rekon::reconcile::log,
+            "rekon:reconcile/types@0.2.0": rekon_guest::bindings::rekon::reconcile0_2_0::types,
+            "rekon:reconcile/log@0.2.0": rekon_guest::bindings::rekon::reconcile0_2_0::log,
         },
     });
 
-    rekon_guest::impl_contract_conversions!(claim = exports::rekon::reconcile::claim_decider);
+    rekon_guest::impl_contract_conversions!(v0_2_0: claim = exports::rekon::reconcile0_2_0::claim_decider);
 
-    use exports::rekon::reconcile::claim_decider::{
+    use exports::rekon::reconcile0_2_0::claim_decider::{
         ClaimDecision, ClaimInput, Guest, PodDecision, PodInput,
     };
-    use rekon_guest::model;
+    use rekon_guest::{model, projection};
 
     struct ResourceClaimDecider;
 
@@ -34,7 +34,7 @@ mod component {
         }
 
         fn decide_claim(input: ClaimInput) -> ClaimDecision {
-            let input = model::ClaimInput::from(input);
+            let input = projection::claim::ClaimInput::from(input);
             crate::logic::decide_claim(&input).into()
         }
     }

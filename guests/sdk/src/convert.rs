@@ -68,21 +68,25 @@ macro_rules! __rekon_variant {
     };
 }
 
-/// Implements `From` in both directions between [`crate::model`] and the bindings
-/// generated for `rekon:reconcile@0.1.0`, given the paths of the generated
-/// `types`, `pvc-decider` and `claim-decider` modules.
+/// Implements `From` in both directions between the plain types and the bindings
+/// generated for one contract version, given the paths of the generated `types`,
+/// `pvc-decider` and `claim-decider` modules: [`crate::model`] for 0.1.0, and for
+/// 0.2.0 (prefix `v0_2_0:`) [`crate::projection`] where the world changed.
 ///
 /// ```text
-/// // host side: every interface
+/// // host side, 0.1.0: every interface
 /// rekon_guest::impl_contract_conversions!(
 ///     types = bindings::rekon::reconcile::types,
 ///     pvc = bindings::exports::rekon::reconcile::pvc_decider,
 ///     claim = bindings::exports::rekon::reconcile::claim_decider,
 /// );
-/// // guest side: `types` is mapped onto `rekon_guest::bindings` through
+/// // guest side, 0.2.0: `types` is mapped onto `rekon_guest::bindings` through
 /// // wit-bindgen's `with`, whose conversions this crate already implements
-/// rekon_guest::impl_contract_conversions!(pvc = exports::rekon::reconcile::pvc_decider);
+/// rekon_guest::impl_contract_conversions!(v0_2_0: pvc = exports::rekon::reconcile0_2_0::pvc_decider);
 /// ```
+///
+/// (wit-bindgen names the package module `reconcile0_2_0` because `wit/deps`
+/// holds a second version of the package.)
 #[macro_export]
 macro_rules! impl_contract_conversions {
     (types = $($t:ident)::+, pvc = $($p:ident)::+, claim = $($c:ident)::+ $(,)?) => {
@@ -109,7 +113,64 @@ macro_rules! impl_contract_conversions {
     (claim = $($c:ident)::+ $(,)?) => {
         $crate::impl_contract_conversions!(@claim $($c)::+);
     };
+    // `rekon:reconcile@0.2.0`: `v0_2_0: types = …, pvc = …, claim = …` (any subset,
+    // in this order). The pvc world and the claim key move to [`crate::projection`].
+    (v0_2_0: $($part:ident = $($path:ident)::+),+ $(,)?) => {
+        $( $crate::impl_contract_conversions!(@v0_2_0 $part $($path)::+); )+
+    };
+    (@v0_2_0 types $($t:ident)::+) => {
+        $crate::impl_contract_conversions!(@types_shared $($t)::+);
+    };
+    (@v0_2_0 pvc $($p:ident)::+) => {
+        $crate::__rekon_record!($($p)::+::Pvc, $crate::projection::pvc::Pvc {
+            name: one, uid: one, resource_version: one, deleting: one, finalizers: one,
+            controller_uid: one,
+        });
+        $crate::__rekon_variant!($($p)::+::Volume, $crate::projection::pvc::Volume { Claim(one), Ephemeral(one); });
+        $crate::__rekon_record!($($p)::+::Pod, $crate::projection::pvc::Pod {
+            name: one, uid: one, scheduled: one, shut_down: one, volumes: vec,
+        });
+        impl ::core::convert::From<$($p)::+::PvcInput> for $crate::projection::pvc::PvcInput {
+            fn from(v: $($p)::+::PvcInput) -> Self {
+                Self {
+                    pvc: v.pvc.into(),
+                    cached_pods: $crate::__rekon_conv!(vec, v.cached_pods),
+                    live_pods: v.live_listed.then(|| $crate::__rekon_conv!(vec, v.live_pods)),
+                }
+            }
+        }
+        impl ::core::convert::From<$crate::projection::pvc::PvcInput> for $($p)::+::PvcInput {
+            fn from(v: $crate::projection::pvc::PvcInput) -> Self {
+                Self {
+                    pvc: v.pvc.into(),
+                    cached_pods: $crate::__rekon_conv!(vec, v.cached_pods),
+                    live_listed: v.live_pods.is_some(),
+                    live_pods: $crate::__rekon_conv!(vec, v.live_pods.unwrap_or_default()),
+                }
+            }
+        }
+        $crate::__rekon_variant!($($p)::+::PvcAction, $crate::model::PvcAction { AddFinalizer(one), RemoveFinalizer(one);  });
+        $crate::__rekon_variant!($($p)::+::PvcDecision, $crate::model::PvcDecision { Actions(vec); NeedLivePods });
+    };
+    (@v0_2_0 claim $($c:ident)::+) => {
+        $crate::impl_contract_conversions!(@claim_pod $($c)::+);
+        $crate::__rekon_record!($($c)::+::PodState, $crate::projection::claim::PodState {
+            uid: one, phase: one, deleting: one, scheduled: one,
+        });
+        $crate::__rekon_variant!($($c)::+::PodLookup, $crate::projection::claim::PodLookup { Cached(one), Live(one); NotFound, Unknown });
+        $crate::__rekon_record!($($c)::+::Reservation, $crate::projection::claim::Reservation {
+            consumer: one, deleted: one, pod: one,
+        });
+        $crate::__rekon_record!($($c)::+::ClaimInput, $crate::projection::claim::ClaimInput {
+            claim: one, reservations: vec, owner_pod: opt,
+        });
+    };
     (@types $($t:ident)::+) => {
+        $crate::impl_contract_conversions!(@types_shared $($t)::+);
+        $crate::__rekon_record!($($t)::+::Pvc, $crate::model::Pvc { meta: one });
+    };
+    // The types both versions share (0.2.0 dropped `pvc` for pvc-decider's own).
+    (@types_shared $($t:ident)::+) => {
         $crate::__rekon_record!($($t)::+::OwnerReference, $crate::model::OwnerReference {
             api_version: one, kind: one, name: one, uid: one, controller: one, block_owner_deletion: one,
         });
@@ -118,7 +179,6 @@ macro_rules! impl_contract_conversions {
             deletion_grace_period_seconds: one, finalizers: one, owner_references: vec,
             labels: one, annotations: one,
         });
-        $crate::__rekon_record!($($t)::+::Pvc, $crate::model::Pvc { meta: one });
         $crate::__rekon_variant!($($t)::+::PodPhase, $crate::model::PodPhase { ; Pending, Running, Succeeded, Failed, Unknown });
         $crate::__rekon_variant!($($t)::+::VolumeSource, $crate::model::VolumeSource { PersistentVolumeClaim(one); Ephemeral });
         $crate::__rekon_record!($($t)::+::PodVolume, $crate::model::PodVolume { name: one, source: one });
@@ -153,6 +213,17 @@ macro_rules! impl_contract_conversions {
         $crate::__rekon_variant!($($p)::+::PvcDecision, $crate::model::PvcDecision { Actions(vec); NeedLivePods });
     };
     (@claim $($c:ident)::+) => {
+        $crate::impl_contract_conversions!(@claim_pod $($c)::+);
+        $crate::__rekon_variant!($($c)::+::PodLookup, $crate::model::PodLookup { Cached(one), Live(one); NotFound, Unknown });
+        $crate::__rekon_record!($($c)::+::Reservation, $crate::model::Reservation {
+            consumer: one, deleted: one, pod: one,
+        });
+        $crate::__rekon_record!($($c)::+::ClaimInput, $crate::model::ClaimInput {
+            claim: one, reservations: vec, owner_pod: opt,
+        });
+    };
+    // What both versions share: the pod key and the claim key's decision.
+    (@claim_pod $($c:ident)::+) => {
         $crate::__rekon_record!($($c)::+::PodInput, $crate::model::PodInput {
             pod: one, claims: vec, owned_claims: vec, templates: vec,
         });
@@ -174,13 +245,6 @@ macro_rules! impl_contract_conversions {
         $crate::__rekon_record!($($c)::+::PodDecision, $crate::model::PodDecision {
             actions: vec, error: one,
         });
-        $crate::__rekon_variant!($($c)::+::PodLookup, $crate::model::PodLookup { Cached(one), Live(one); NotFound, Unknown });
-        $crate::__rekon_record!($($c)::+::Reservation, $crate::model::Reservation {
-            consumer: one, deleted: one, pod: one,
-        });
-        $crate::__rekon_record!($($c)::+::ClaimInput, $crate::model::ClaimInput {
-            claim: one, reservations: vec, owner_pod: opt,
-        });
         $crate::__rekon_record!($($c)::+::StatusUpdate, $crate::model::StatusUpdate {
             claim: one, reserved_for: vec, clear_allocation: one,
         });
@@ -194,40 +258,42 @@ macro_rules! impl_contract_conversions {
 
 #[cfg(test)]
 mod tests {
-    //! Round trips model → generated → model through both guest-side macro arms,
-    //! with the worlds' bindings generated natively the way a guest crate does.
+    //! Round trips projection → generated → projection through the guest-side
+    //! 0.2.0 arms, with the worlds' bindings generated natively the way a guest
+    //! crate does. (The 0.1.0 arms are exercised by the host's 0.1.0 bindings.)
 
     use crate::model::*;
+    use crate::projection::{claim as pc, pvc as pp};
 
     mod pvc_world {
         wit_bindgen::generate!({
-            path: "../../wit/deps/rekon-reconcile@0.1.0",
-            world: "rekon:reconcile/pvc-protection@0.1.0",
+            path: "../../wit",
+            world: "rekon:reconcile/pvc-protection@0.2.0",
             with: {
-                "rekon:reconcile/types@0.1.0": crate::bindings::rekon::reconcile::types,
-                "rekon:reconcile/log@0.1.0": crate::bindings::rekon::reconcile::log,
+                "rekon:reconcile/types@0.2.0": crate::bindings::rekon::reconcile0_2_0::types,
+                "rekon:reconcile/log@0.2.0": crate::bindings::rekon::reconcile0_2_0::log,
             },
         });
     }
 
     mod claim_world {
         wit_bindgen::generate!({
-            path: "../../wit/deps/rekon-reconcile@0.1.0",
-            world: "rekon:reconcile/resource-claim@0.1.0",
+            path: "../../wit",
+            world: "rekon:reconcile/resource-claim@0.2.0",
             with: {
-                "rekon:reconcile/types@0.1.0": crate::bindings::rekon::reconcile::types,
-                "rekon:reconcile/log@0.1.0": crate::bindings::rekon::reconcile::log,
+                "rekon:reconcile/types@0.2.0": crate::bindings::rekon::reconcile0_2_0::types,
+                "rekon:reconcile/log@0.2.0": crate::bindings::rekon::reconcile0_2_0::log,
             },
         });
     }
 
-    crate::impl_contract_conversions!(pvc = pvc_world::exports::rekon::reconcile::pvc_decider);
     crate::impl_contract_conversions!(
-        claim = claim_world::exports::rekon::reconcile::claim_decider
+        v0_2_0: pvc = pvc_world::exports::rekon::reconcile0_2_0::pvc_decider,
+        claim = claim_world::exports::rekon::reconcile0_2_0::claim_decider,
     );
 
-    use claim_world::exports::rekon::reconcile::claim_decider as claim_gen;
-    use pvc_world::exports::rekon::reconcile::pvc_decider as pvc_gen;
+    use claim_world::exports::rekon::reconcile0_2_0::claim_decider as claim_gen;
+    use pvc_world::exports::rekon::reconcile0_2_0::pvc_decider as pvc_gen;
 
     fn round_trip<G, M>(value: M) -> M
     where
@@ -294,14 +360,40 @@ mod tests {
 
     #[test]
     fn pvc_input_and_decisions_round_trip() {
-        let input = PvcInput {
-            pvc: Pvc {
-                meta: full_pod().meta,
-            },
+        let mut pvc = Pvc {
+            meta: full_pod().meta,
+        };
+        pvc.meta.owner_references[0].uid = "pu".into();
+        let input = pp::PvcInput::from(PvcInput {
+            pvc,
             cached_pods: vec![full_pod()],
             live_pods: Some(vec![full_pod(), Pod::default()]),
-        };
+        });
+        assert_eq!(input.pvc.controller_uid.as_deref(), Some("pu"));
+        assert!(input.pvc.deleting);
+        assert_eq!(
+            input.live_pods.as_ref().map(Vec::len),
+            Some(1),
+            "other namespace dropped"
+        );
+        let pod = &input.cached_pods[0];
+        assert!(pod.scheduled && !pod.shut_down);
+        assert_eq!(
+            pod.volumes,
+            [
+                pp::Volume::Claim("claim".into()),
+                pp::Volume::Ephemeral("scratch".into())
+            ]
+        );
         assert_eq!(round_trip::<pvc_gen::PvcInput, _>(input.clone()), input);
+        let not_listed = pp::PvcInput {
+            live_pods: None,
+            ..input
+        };
+        assert_eq!(
+            round_trip::<pvc_gen::PvcInput, _>(not_listed.clone()),
+            not_listed
+        );
         for decision in [
             PvcDecision::NeedLivePods,
             PvcDecision::Actions(vec![
@@ -381,7 +473,7 @@ mod tests {
             deleted: true,
             pod,
         };
-        let input = ClaimInput {
+        let input = pc::ClaimInput::from(ClaimInput {
             claim: ResourceClaim {
                 meta: full_pod().meta,
                 allocated: true,
@@ -394,7 +486,15 @@ mod tests {
                 reservation(PodLookup::Unknown),
             ],
             owner_pod: Some(full_pod()),
+        });
+        let state = pc::PodState {
+            uid: "pu".into(),
+            phase: PodPhase::Failed,
+            deleting: true,
+            scheduled: true,
         };
+        assert_eq!(input.owner_pod.as_ref(), Some(&state));
+        assert_eq!(input.reservations[0].pod, pc::PodLookup::Cached(state));
         assert_eq!(round_trip::<claim_gen::ClaimInput, _>(input.clone()), input);
         for decision in [
             ClaimDecision::NeedLivePods(vec!["a".into(), "b".into()]),

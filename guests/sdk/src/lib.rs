@@ -1,7 +1,10 @@
 //! rekon guest SDK.
 //!
-//! - [`model`]: the `rekon:reconcile@0.1.0` records as plain Rust, for decision
-//!   logic that runs natively (unit tests, benches) and inside a component alike.
+//! - [`model`]: the projected objects as plain Rust, the host's one model (the
+//!   `rekon:reconcile@0.1.0` records field for field).
+//! - [`projection`]: what each `rekon:reconcile@0.2.0` decision reads, projected
+//!   from the model; decision logic runs on it natively (unit tests, benches) and
+//!   inside a component alike.
 //! - [`bindings`]: the wit-bindgen bindings of the shared `types` and `log`
 //!   interfaces, which a guest reuses through wit-bindgen's `with` option.
 //! - [`impl_contract_conversions!`]: moves between generated types and the model.
@@ -12,26 +15,27 @@ pub mod cases;
 pub mod convert;
 pub mod ephemeral;
 pub mod model;
+pub mod projection;
 
 /// Shared WIT types and the host log import, generated once for every guest.
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit/deps/rekon-reconcile@0.1.0",
-        world: "rekon:reconcile/guest-imports@0.1.0",
+        path: "../../wit",
+        world: "rekon:reconcile/guest-imports@0.2.0",
         additional_derives: [PartialEq, Eq],
         generate_all,
     });
 }
 
-crate::impl_contract_conversions!(types = bindings::rekon::reconcile::types);
+crate::impl_contract_conversions!(v0_2_0: types = bindings::rekon::reconcile0_2_0::types);
 
 /// Log a message through the host's logger. Natively (tests), it does nothing.
-pub fn log(level: bindings::rekon::reconcile::log::Level, message: &str) {
+pub fn log(level: bindings::rekon::reconcile0_2_0::log::Level, message: &str) {
     #[cfg(target_arch = "wasm32")]
-    bindings::rekon::reconcile::log::log(level, message);
+    bindings::rekon::reconcile0_2_0::log::log(level, message);
     #[cfg(not(target_arch = "wasm32"))]
     let _ = (level, message);
 }
 
 /// The version of the WIT package this SDK targets.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.2.0";

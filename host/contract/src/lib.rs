@@ -2,15 +2,18 @@
 //!
 //! - [`bindings`]: the wasmtime `bindgen!` of every supported `rekon:reconcile`
 //!   version, and the moves between the generated types and [`model`].
+//! - [`binding`]: each (world, version) bound once, behind [`WorldBinding`].
 //! - `project`: k8s-openapi objects -> the projected model records guests decide on.
 //!
 //! Hosts decide on [`model`] values (re-exported from the guest SDK so a reference
 //! guest's native logic and the host share one definition).
 
+pub mod binding;
 pub mod bindings;
 pub mod project;
 pub mod world;
 
+pub use binding::{BindWorld, CallError, WorldBinding};
 pub use bindings::{ContractVersion, PACKAGE, SUPPORTED_VERSIONS};
 pub use rekon_guest::model;
 pub use world::{
@@ -19,4 +22,4 @@ pub use world::{
 };
 
 /// The newest supported version: what new code binds by default.
-pub use bindings::v0_1_0 as current;
+pub use bindings::v0_2_0 as current;

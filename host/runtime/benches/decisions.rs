@@ -1,10 +1,15 @@
-//! Decision cost, wasm vs native, on the same model inputs.
+//! Decision cost, wasm vs native, on the same inputs.
 //!
 //! For every case and size N it measures, per decision:
-//! - wasm: a fresh store + instance from the guest's `*Pre`, the input moved into
-//!   WIT values, the call, and the decision moved back into the model;
-//! - native: the same reference logic called directly on the same input;
-//! - instantiate: a fresh store + instance alone (the fixed cost of each decision).
+//! - wasm: a fresh store + instance from the guest's `*Pre`, the model input
+//!   projected and lowered into the 0.2.0 component, the call, and the decision
+//!   lifted back into the model;
+//! - wasm 0.1.0: the same through the checked-in 0.1.0 fixture of the same guest
+//!   (tests/fixtures/v0.1.0), which gets the whole projected objects;
+//! - native: the same reference logic called directly on the same input, already
+//!   projected (what the 0.2.0 guest's logic receives);
+//! - instantiate: a fresh store + instance alone (the fixed cost of each decision);
+//!   `call-only` is (wasm p50 − instantiate p50) / native p50.
 //!
 //! Inputs (built in `tests/common`):
 //! - `pvc decide`: a deleting PVC with its finalizer, N cached pods none of which
@@ -24,9 +29,10 @@ mod common;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use rekon_guest::projection::{claim, pvc};
 use rekon_guest_pvc_protection::logic as pvc_logic;
 use rekon_guest_resource_claim::logic as claim_logic;
-use rekon_runtime::testing::built_guest;
+use rekon_runtime::testing::{built_guest, contract_fixture};
 use rekon_runtime::{Engine, EngineConfig, GuestPre, World};
 
 const SIZES: [usize; 4] = [1, 10, 100, 1000];
@@ -73,23 +79,40 @@ fn us(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e6)
 }
 
-fn row(case: &str, n: usize, wasm: &Stats, native: &Stats) {
-    let ratio = wasm.p50.as_secs_f64() / native.p50.as_secs_f64();
-    println!(
-        "| {case:<18} | {n:>5} | {:>9} | {:>9} | {:>9} | {:>9} | {:>8.1}x |",
-        us(wasm.p50),
-        us(wasm.p99),
-        us(native.p50),
-        us(native.p99),
-        ratio
-    );
+/// One table row: the 0.2.0 guest, its native logic, and the 0.1.0 fixture.
+struct Row<'a> {
+    case: &'a str,
+    n: usize,
+    wasm: Stats,
+    native: Stats,
+    old: Stats,
+    instantiate: Duration,
 }
 
-fn load(engine: &Engine, stem: &str, world: World) -> GuestPre {
+impl Row<'_> {
+    fn print(&self) {
+        let ratio = |wasm: Duration| wasm.as_secs_f64() / self.native.p50.as_secs_f64();
+        let call_only = self.wasm.p50.saturating_sub(self.instantiate);
+        println!(
+            "| {:<18} | {:>5} | {:>9} | {:>9} | {:>9} | {:>9} | {:>7.2}x | {:>7.2}x | {:>9} |",
+            self.case,
+            self.n,
+            us(self.wasm.p50),
+            us(self.wasm.p99),
+            us(self.native.p50),
+            us(self.native.p99),
+            ratio(self.wasm.p50),
+            ratio(call_only),
+            us(self.old.p50),
+        );
+    }
+}
+
+fn load(engine: &Engine, path: &std::path::Path, world: World) -> GuestPre {
     engine
         .loader()
         .world(world)
-        .file(built_guest(stem))
+        .file(path)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -100,12 +123,19 @@ fn main() {
         .find(|a| !a.starts_with('-'))
         .unwrap_or_default();
     let engine = Engine::new(EngineConfig::default()).expect("engine");
-    let pvc = load(&engine, "rekon_guest_pvc_protection", World::PvcProtection);
-    let claim = load(&engine, "rekon_guest_resource_claim", World::ResourceClaim);
+    let guest = |stem: &str, world| {
+        (
+            load(&engine, &built_guest(stem), world),
+            load(&engine, &contract_fixture("0.1.0", stem), world),
+        )
+    };
+    let (pvc, pvc_old) = guest("rekon_guest_pvc_protection", World::PvcProtection);
+    let (claim, claim_old) = guest("rekon_guest_resource_claim", World::ResourceClaim);
 
     println!("instantiate only (fresh store + instance, no call):");
     println!("| guest          | p50 µs | p99 µs |");
     println!("|----------------|-------:|-------:|");
+    let mut instantiate = Vec::new();
     for (name, guest) in [("pvc-protection", &pvc), ("resource-claim", &claim)] {
         let stats = sample(&(), |()| guest.instantiate().expect("instantiate"));
         println!(
@@ -113,56 +143,61 @@ fn main() {
             us(stats.p50),
             us(stats.p99)
         );
+        instantiate.push(stats.p50);
     }
 
     println!();
-    println!("fresh instance + decision (wasm) vs the same logic native:");
+    println!("fresh instance + decision (wasm, contract 0.2.0) vs the same logic native:");
     println!(
-        "| decision           |     N | wasm p50 µs | wasm p99 µs | native p50 µs | native p99 µs | wasm/native p50 |"
+        "| decision           |     N | wasm p50 µs | wasm p99 µs | native p50 µs | native p99 µs | wasm/native p50 | call-only/native p50 | wasm 0.1.0 p50 µs |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
-    for n in SIZES
-        .into_iter()
-        .filter(|_| "pvc decide".contains(filter.as_str()))
-    {
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let wanted = |case: &str| case.contains(filter.as_str());
+    for n in SIZES.into_iter().filter(|_| wanted("pvc decide")) {
         let input = common::unused_deleting_pvc(n);
-        let wasm = sample(&input, |i| pvc.decide_pvc(i).expect("pvc decide"));
-        let native = sample(&input, |i| pvc_logic::decide(&i));
-        check_same(
-            &pvc.decide_pvc(input.clone()).unwrap(),
-            &pvc_logic::decide(&input),
-        );
-        row("pvc decide", n, &wasm, &native);
+        let projected = pvc::PvcInput::from(input.clone());
+        let expected = pvc_logic::decide(&projected);
+        assert_eq!(pvc.decide_pvc(input.clone()).unwrap(), expected);
+        assert_eq!(pvc_old.decide_pvc(input.clone()).unwrap(), expected);
+        Row {
+            case: "pvc decide",
+            n,
+            wasm: sample(&input, |i| pvc.decide_pvc(i).expect("pvc decide")),
+            native: sample(&projected, |i| pvc_logic::decide(&i)),
+            old: sample(&input, |i| pvc_old.decide_pvc(i).expect("pvc decide")),
+            instantiate: instantiate[0],
+        }
+        .print();
     }
-    for n in SIZES
-        .into_iter()
-        .filter(|_| "claim decide-claim".contains(filter.as_str()))
-    {
+    for n in SIZES.into_iter().filter(|_| wanted("claim decide-claim")) {
         let input = common::claim_with_reservations(n);
-        let wasm = sample(&input, |i| claim.decide_claim(i).expect("decide-claim"));
-        let native = sample(&input, |i| claim_logic::decide_claim(&i));
-        check_same(
-            &claim.decide_claim(input.clone()).unwrap(),
-            &claim_logic::decide_claim(&input),
-        );
-        row("claim decide-claim", n, &wasm, &native);
+        let projected = claim::ClaimInput::from(input.clone());
+        let expected = claim_logic::decide_claim(&projected);
+        assert_eq!(claim.decide_claim(input.clone()).unwrap(), expected);
+        assert_eq!(claim_old.decide_claim(input.clone()).unwrap(), expected);
+        Row {
+            case: "claim decide-claim",
+            n,
+            wasm: sample(&input, |i| claim.decide_claim(i).expect("decide-claim")),
+            native: sample(&projected, |i| claim_logic::decide_claim(&i)),
+            old: sample(&input, |i| claim_old.decide_claim(i).expect("decide-claim")),
+            instantiate: instantiate[1],
+        }
+        .print();
     }
-    for n in SIZES
-        .into_iter()
-        .filter(|_| "pod decide-pod".contains(filter.as_str()))
-    {
+    for n in SIZES.into_iter().filter(|_| wanted("pod decide-pod")) {
         let input = common::pod_with_template_claims(n);
-        let wasm = sample(&input, |i| claim.decide_pod(i).expect("decide-pod"));
-        let native = sample(&input, |i| claim_logic::decide_pod(&i));
-        check_same(
-            &claim.decide_pod(input.clone()).unwrap(),
-            &claim_logic::decide_pod(&input),
-        );
-        row("pod decide-pod", n, &wasm, &native);
+        let expected = claim_logic::decide_pod(&input);
+        assert_eq!(claim.decide_pod(input.clone()).unwrap(), expected);
+        assert_eq!(claim_old.decide_pod(input.clone()).unwrap(), expected);
+        Row {
+            case: "pod decide-pod",
+            n,
+            wasm: sample(&input, |i| claim.decide_pod(i).expect("decide-pod")),
+            native: sample(&input, |i| claim_logic::decide_pod(&i)),
+            old: sample(&input, |i| claim_old.decide_pod(i).expect("decide-pod")),
+            instantiate: instantiate[1],
+        }
+        .print();
     }
-}
-
-/// The benchmark is only meaningful if both sides decide the same.
-fn check_same<T: PartialEq + std::fmt::Debug>(wasm: &T, native: &T) {
-    assert_eq!(wasm, native, "wasm and native decisions differ");
 }

@@ -1,10 +1,32 @@
-//! Which precompiled code this engine can load: a stable name for caches.
+//! Compatibility: which precompiled code this engine can load (a stable name for
+//! caches), and the host imports of the older contract versions it still serves.
 
 use std::hash::{Hash, Hasher};
 
+use rekon_contract::bindings::v0_1_0;
+use rekon_contract::current::log;
 use sha2::{Digest, Sha256};
+use wasmtime::component::{HasSelf, Linker};
 
 use crate::engine::Engine;
+use crate::state::DecisionState;
+
+/// Adds the `log` import of every older supported version (the current one is
+/// linked with WASI): a 0.1.0 guest imports `rekon:reconcile/log@0.1.0`.
+pub(crate) fn add_old_imports(linker: &mut Linker<DecisionState>) -> wasmtime::Result<()> {
+    v0_1_0::log::add_to_linker::<DecisionState, HasSelf<DecisionState>>(linker, |state| state)
+}
+
+impl v0_1_0::log::Host for DecisionState {
+    fn log(&mut self, level: v0_1_0::log::Level, message: String) {
+        let level = match level {
+            v0_1_0::log::Level::Debug => log::Level::Debug,
+            v0_1_0::log::Level::Info => log::Level::Info,
+            v0_1_0::log::Level::Warn => log::Level::Warn,
+        };
+        log::Host::log(self, level, message);
+    }
+}
 
 impl Engine {
     /// A hex digest of everything that decides whether code precompiled by one

@@ -5,10 +5,13 @@
 
 use std::time::Duration;
 
-use rekon_contract::model;
-use wasmtime::{Store, Trap};
+use rekon_contract::{
+    BindWorld, CallError, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
+    ResourceClaimWorld, model,
+};
+use wasmtime::Trap;
 
-use crate::guest::{Bound, GuestPre};
+use crate::guest::GuestPre;
 use crate::id::GuestId;
 use crate::state::DecisionState;
 use crate::world::{Decision, World};
@@ -83,31 +86,16 @@ enum Phase {
 impl GuestPre {
     /// `pvc-decider.decide`.
     pub fn decide_pvc(&self, input: model::PvcInput) -> Result<model::PvcDecision, RuntimeError> {
-        match &self.bound {
-            Bound::PvcV0_1(pre) => self.run(|store, phase| {
-                let guest = pre.instantiate(&mut *store)?;
-                *phase = Phase::Call;
-                let decision = guest
-                    .rekon_reconcile_pvc_decider()
-                    .call_decide(&mut *store, &input.into())?;
-                Ok(decision.into())
-            }),
-            _ => Err(self.wrong_world(Decision::Decide)),
-        }
+        self.decide::<PvcProtectionWorld>(input)
     }
 
     /// `claim-decider.decide-pod`.
     pub fn decide_pod(&self, input: model::PodInput) -> Result<model::PodDecision, RuntimeError> {
-        match &self.bound {
-            Bound::ClaimV0_1(pre) => self.run(|store, phase| {
-                let guest = pre.instantiate(&mut *store)?;
-                *phase = Phase::Call;
-                let decision = guest
-                    .rekon_reconcile_claim_decider()
-                    .call_decide_pod(&mut *store, &input.into())?;
-                Ok(decision.into())
-            }),
-            _ => Err(self.wrong_world(Decision::DecidePod)),
+        match self.decide::<ResourceClaimWorld>(ResourceClaimInput::Pod(input))? {
+            ResourceClaimDecision::Pod(decision) => Ok(decision),
+            ResourceClaimDecision::Claim(_) => {
+                unreachable!("decide-pod answers with a pod decision")
+            }
         }
     }
 
@@ -116,35 +104,38 @@ impl GuestPre {
         &self,
         input: model::ClaimInput,
     ) -> Result<model::ClaimDecision, RuntimeError> {
-        match &self.bound {
-            Bound::ClaimV0_1(pre) => self.run(|store, phase| {
-                let guest = pre.instantiate(&mut *store)?;
-                *phase = Phase::Call;
-                let decision = guest
-                    .rekon_reconcile_claim_decider()
-                    .call_decide_claim(&mut *store, &input.into())?;
-                Ok(decision.into())
-            }),
-            _ => Err(self.wrong_world(Decision::DecideClaim)),
+        match self.decide::<ResourceClaimWorld>(ResourceClaimInput::Claim(input))? {
+            ResourceClaimDecision::Claim(decision) => Ok(decision),
+            ResourceClaimDecision::Pod(_) => {
+                unreachable!("decide-claim answers with a claim decision")
+            }
         }
+    }
+
+    /// One decision of world `W` in a fresh, limited instance, through the
+    /// binding of whichever contract version the guest exports.
+    fn call<W: BindWorld>(&self, input: W::Input) -> Result<W::Decision, RuntimeError> {
+        let Some(binding) = self.binding::<W>() else {
+            let decision = W::function(&input)
+                .parse()
+                .expect("every WitWorld function is a Decision");
+            return Err(self.wrong_world(decision));
+        };
+        let mut store = self.new_store();
+        binding.decide(&mut store, input).map_err(|err| match err {
+            CallError::Instantiate(err) => self.classify(err, Phase::Instantiate, store.data()),
+            CallError::Call(err) => self.classify(err, Phase::Call, store.data()),
+        })
     }
 
     /// Creates a fresh store and instance and drops them: the fixed cost of
     /// every decision, and a health check before a guest is published.
     pub fn instantiate(&self) -> Result<(), RuntimeError> {
-        self.run(|store, _| match &self.bound {
-            Bound::PvcV0_1(pre) => pre.instantiate(store).map(drop),
-            Bound::ClaimV0_1(pre) => pre.instantiate(store).map(drop),
-        })
-    }
-
-    fn run<R>(
-        &self,
-        call: impl FnOnce(&mut Store<DecisionState>, &mut Phase) -> wasmtime::Result<R>,
-    ) -> Result<R, RuntimeError> {
         let mut store = self.new_store();
-        let mut phase = Phase::Instantiate;
-        call(&mut store, &mut phase).map_err(|err| self.classify(err, phase, store.data()))
+        self.instance_pre()
+            .instantiate(&mut store)
+            .map(drop)
+            .map_err(|err| self.classify(err, Phase::Instantiate, store.data()))
     }
 
     fn classify(&self, err: wasmtime::Error, phase: Phase, state: &DecisionState) -> RuntimeError {
@@ -195,26 +186,22 @@ pub trait GuestWorld: rekon_contract::WitWorld {
     fn call(guest: &GuestPre, input: Self::Input) -> Result<Self::Decision, RuntimeError>;
 }
 
-impl GuestWorld for rekon_contract::PvcProtectionWorld {
+impl GuestWorld for PvcProtectionWorld {
     const ID: World = World::PvcProtection;
 
     fn call(guest: &GuestPre, input: model::PvcInput) -> Result<model::PvcDecision, RuntimeError> {
-        guest.decide_pvc(input)
+        guest.call::<Self>(input)
     }
 }
 
-impl GuestWorld for rekon_contract::ResourceClaimWorld {
+impl GuestWorld for ResourceClaimWorld {
     const ID: World = World::ResourceClaim;
 
     fn call(
         guest: &GuestPre,
-        input: rekon_contract::ResourceClaimInput,
-    ) -> Result<rekon_contract::ResourceClaimDecision, RuntimeError> {
-        use rekon_contract::{ResourceClaimDecision as D, ResourceClaimInput as I};
-        match input {
-            I::Pod(input) => guest.decide_pod(input).map(D::Pod),
-            I::Claim(input) => guest.decide_claim(input).map(D::Claim),
-        }
+        input: ResourceClaimInput,
+    ) -> Result<ResourceClaimDecision, RuntimeError> {
+        guest.call::<Self>(input)
     }
 }
 

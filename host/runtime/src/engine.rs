@@ -164,6 +164,7 @@ fn host_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<DecisionSta
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
     log::add_to_linker::<DecisionState, HasSelf<DecisionState>>(&mut linker, |state| state)?;
+    crate::compat::add_old_imports(&mut linker)?;
     Ok(linker)
 }
 

@@ -1,9 +1,12 @@
 //! A loaded guest: compiled, checked and resolved against the host imports,
 //! ready to be instantiated once per decision.
 
-use rekon_contract::ContractVersion;
-use rekon_contract::bindings::v0_1_0;
+use std::any::Any;
+use std::sync::Arc;
+
+use rekon_contract::{BindWorld, ContractVersion, WorldBinding};
 use wasmtime::Store;
+use wasmtime::component::InstancePre;
 
 use crate::engine::Engine;
 use crate::id::GuestId;
@@ -17,35 +20,51 @@ use crate::world::World;
 pub struct GuestPre {
     id: GuestId,
     world: World,
-    version: ContractVersion,
+    version: &'static ContractVersion,
     limits: Limits,
-    pub(crate) bound: Bound,
+    /// For instantiation alone (health checks, benches), whatever the world.
+    pre: InstancePre<DecisionState>,
+    /// An `Arc<dyn WorldBinding<W, DecisionState>>` for the guest's world `W`.
+    bound: Arc<dyn Any + Send + Sync>,
     engine: Engine,
 }
 
-/// The generated `*Pre` of each (world, contract version) the host binds.
-/// A new supported version adds its variants here and in the calls.
-#[derive(Clone)]
-pub(crate) enum Bound {
-    PvcV0_1(v0_1_0::pvc::PvcProtectionPre<DecisionState>),
-    ClaimV0_1(v0_1_0::claim::ResourceClaimPre<DecisionState>),
+/// The world binding of a component, type-erased so a `GuestPre` is one type.
+pub(crate) struct Bound {
+    pub(crate) version: &'static ContractVersion,
+    pub(crate) binding: Arc<dyn Any + Send + Sync>,
+}
+
+impl Bound {
+    /// Binds `pre` as world `W` at `version`; `None` if the host does not bind it.
+    pub(crate) fn new<W: BindWorld>(
+        version: &str,
+        pre: InstancePre<DecisionState>,
+    ) -> Option<wasmtime::Result<Self>> {
+        let bound = W::bind::<DecisionState>(version, pre)?;
+        Some(bound.map(|binding| Self {
+            version: binding.version(),
+            binding: Arc::new(binding),
+        }))
+    }
 }
 
 impl GuestPre {
     pub(crate) fn new(
         id: GuestId,
         world: World,
-        version: ContractVersion,
         limits: Limits,
+        pre: InstancePre<DecisionState>,
         bound: Bound,
         engine: Engine,
     ) -> Self {
         Self {
             id,
             world,
-            version,
+            version: bound.version,
             limits,
-            bound,
+            pre,
+            bound: bound.binding,
             engine,
         }
     }
@@ -58,13 +77,23 @@ impl GuestPre {
         self.world
     }
 
-    /// The contract version the component exports.
-    pub fn version(&self) -> &ContractVersion {
-        &self.version
+    /// The contract version the component exports: `version().version` is the
+    /// semver (`"0.1.0"`), for logs, the status file, metric labels and `rekon eval`.
+    pub fn version(&self) -> &'static ContractVersion {
+        self.version
     }
 
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// The binding of world `W`, if this guest is a `W` guest.
+    pub(crate) fn binding<W: BindWorld>(&self) -> Option<&Arc<dyn WorldBinding<W, DecisionState>>> {
+        self.bound.downcast_ref()
+    }
+
+    pub(crate) fn instance_pre(&self) -> &InstancePre<DecisionState> {
+        &self.pre
     }
 
     /// A fresh store for one decision: its own WASI context, memory cap and deadline.

@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use rekon_contract::bindings::v0_1_0;
-use rekon_contract::{ContractVersion, SUPPORTED_VERSIONS};
+use rekon_contract::{ContractVersion, PvcProtectionWorld, ResourceClaimWorld, SUPPORTED_VERSIONS};
 use wasmtime::component::Component;
 
 use crate::engine::Engine;
@@ -42,6 +41,18 @@ pub enum LoadError {
         exports: Vec<String>,
         /// What was looked for, e.g. "rekon:reconcile/pvc-decider@0.1.0".
         expected: String,
+    },
+    #[error(
+        "{origin}: exports {export}: rekon:reconcile {found} is not a contract version this host \
+         supports (it supports {}); rebuild the guest against one of them",
+        supported_versions()
+    )]
+    UnsupportedVersion {
+        origin: String,
+        /// The decider interface found, e.g. "rekon:reconcile/pvc-decider@0.3.0".
+        export: String,
+        /// Its version, e.g. "0.3.0".
+        found: String,
     },
     #[error(
         "{origin}: exports both the pvc-protection and resource-claim worlds; say which to load"
@@ -187,21 +198,18 @@ impl<'e> GuestLoader<'e> {
             .linker()
             .instantiate_pre(&component)
             .map_err(link_err)?;
-        let bound = match (world, version.version) {
-            (World::PvcProtection, "0.1.0") => {
-                Bound::PvcV0_1(v0_1_0::pvc::PvcProtectionPre::new(pre).map_err(link_err)?)
-            }
-            (World::ResourceClaim, "0.1.0") => {
-                Bound::ClaimV0_1(v0_1_0::claim::ResourceClaimPre::new(pre).map_err(link_err)?)
-            }
-            (_, other) => unreachable!("version {other} is listed as supported but not bound"),
-        };
+        let bound = match world {
+            World::PvcProtection => Bound::new::<PvcProtectionWorld>(version.version, pre.clone()),
+            World::ResourceClaim => Bound::new::<ResourceClaimWorld>(version.version, pre.clone()),
+        }
+        .unwrap_or_else(|| unreachable!("version {version} is listed as supported but not bound"))
+        .map_err(link_err)?;
         tracing::debug!(guest = %id, %world, version = version.version, "guest loaded");
         Ok(GuestPre::new(
             id,
             world,
-            *version,
             self.limits,
+            pre,
             bound,
             engine.clone(),
         ))
@@ -278,10 +286,17 @@ fn detect_world(
         .collect();
     match found.as_slice() {
         [one] => Ok(*one),
-        [] => Err(LoadError::NoSupportedWorld {
-            origin: origin.to_owned(),
-            expected: expected_exports(worlds),
-            exports,
+        [] => Err(match unsupported_version(&exports, worlds) {
+            Some((export, found)) => LoadError::UnsupportedVersion {
+                origin: origin.to_owned(),
+                export,
+                found,
+            },
+            None => LoadError::NoSupportedWorld {
+                origin: origin.to_owned(),
+                expected: expected_exports(worlds),
+                exports,
+            },
         }),
         // Newest supported version first; a component exporting two versions of
         // the same world is served by the newest.
@@ -290,6 +305,18 @@ fn detect_world(
             origin: origin.to_owned(),
         }),
     }
+}
+
+/// A decider interface of one of `worlds` at a version the host does not bind:
+/// `(export, version)`.
+fn unsupported_version(exports: &[String], worlds: &[World]) -> Option<(String, String)> {
+    exports.iter().find_map(|export| {
+        let (interface, version) = export.strip_prefix("rekon:reconcile/")?.split_once('@')?;
+        worlds
+            .iter()
+            .any(|w| w.interface() == interface)
+            .then(|| (export.clone(), version.to_owned()))
+    })
 }
 
 fn expected_exports(worlds: &[World]) -> String {
@@ -330,8 +357,31 @@ mod tests {
         };
         assert_eq!(
             err.to_string(),
-            "g.wasm: does not export rekon:reconcile/pvc-decider@0.1.0; it exports \
-             rekon:reconcile/pvc-decider@0.2.0; host supports rekon:reconcile 0.1.0"
+            "g.wasm: does not export any of rekon:reconcile/pvc-decider@0.2.0, \
+             rekon:reconcile/pvc-decider@0.1.0; it exports \
+             rekon:reconcile/pvc-decider@0.2.0; host supports rekon:reconcile 0.2.0, 0.1.0"
         );
+    }
+
+    #[test]
+    fn unknown_version_of_a_known_world_names_what_was_found_and_what_is_supported() {
+        let exports = vec![
+            "wasi:cli/run@0.2.0".to_owned(),
+            "rekon:reconcile/claim-decider@0.3.0".to_owned(),
+        ];
+        let (export, found) = unsupported_version(&exports, &World::ALL).unwrap();
+        assert_eq!(found, "0.3.0");
+        let err = LoadError::UnsupportedVersion {
+            origin: "g.wasm".into(),
+            export,
+            found,
+        };
+        assert_eq!(
+            err.to_string(),
+            "g.wasm: exports rekon:reconcile/claim-decider@0.3.0: rekon:reconcile 0.3.0 is not a \
+             contract version this host supports (it supports 0.2.0, 0.1.0); rebuild the guest \
+             against one of them"
+        );
+        assert!(unsupported_version(&exports, &[World::PvcProtection]).is_none());
     }
 }

@@ -104,3 +104,18 @@ pub fn built_guest(stem: &str) -> PathBuf {
     );
     path
 }
+
+/// A component built against an older contract version and checked in under
+/// `tests/fixtures/v<version>/`, e.g. `contract_fixture("0.1.0", "rekon_guest_pvc_protection")`.
+///
+/// # Panics
+///
+/// When the file does not exist.
+pub fn contract_fixture(version: &str, stem: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(format!("v{version}"))
+        .join(format!("{stem}.wasm"));
+    assert!(path.is_file(), "{} does not exist", path.display());
+    path
+}

@@ -23,6 +23,14 @@ impl World {
         }
     }
 
+    /// The exported decider interface, without package or version.
+    pub fn interface(self) -> &'static str {
+        match self {
+            World::PvcProtection => "pvc-decider",
+            World::ResourceClaim => "claim-decider",
+        }
+    }
+
     /// The interface a component of this world exports in `version`.
     pub fn export(self, version: &ContractVersion) -> &'static str {
         match self {
@@ -113,14 +121,18 @@ mod tests {
 
     #[test]
     fn exports_name_the_versioned_interface() {
+        for v in rekon_contract::SUPPORTED_VERSIONS {
+            for world in World::ALL {
+                assert_eq!(
+                    world.export(v),
+                    format!("rekon:reconcile/{}@{}", world.interface(), v.version)
+                );
+            }
+        }
         let v = &rekon_contract::SUPPORTED_VERSIONS[0];
         assert_eq!(
             World::PvcProtection.export(v),
-            "rekon:reconcile/pvc-decider@0.1.0"
-        );
-        assert_eq!(
-            World::ResourceClaim.export(v),
-            "rekon:reconcile/claim-decider@0.1.0"
+            "rekon:reconcile/pvc-decider@0.2.0"
         );
     }
 }

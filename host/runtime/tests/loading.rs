@@ -45,9 +45,10 @@ fn empty_component_exports_nothing() {
     assert!(matches!(err, LoadError::NoSupportedWorld { .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "empty: does not export any of rekon:reconcile/pvc-decider@0.1.0, \
+        "empty: does not export any of rekon:reconcile/pvc-decider@0.2.0, \
+         rekon:reconcile/claim-decider@0.2.0, rekon:reconcile/pvc-decider@0.1.0, \
          rekon:reconcile/claim-decider@0.1.0; it exports nothing; \
-         host supports rekon:reconcile 0.1.0"
+         host supports rekon:reconcile 0.2.0, 0.1.0"
     );
 }
 
@@ -55,17 +56,19 @@ fn empty_component_exports_nothing() {
 fn unsupported_contract_version_is_named() {
     let future = r#"(component
         (instance $decider)
-        (export "rekon:reconcile/pvc-decider@0.2.0" (instance $decider))
+        (export "rekon:reconcile/pvc-decider@0.3.0" (instance $decider))
     )"#;
     let err = engine()
         .loader()
         .world(World::PvcProtection)
         .bytes("future", future.as_bytes())
         .unwrap_err();
+    assert!(matches!(err, LoadError::UnsupportedVersion { .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "future: does not export rekon:reconcile/pvc-decider@0.1.0; it exports \
-         rekon:reconcile/pvc-decider@0.2.0; host supports rekon:reconcile 0.1.0"
+        "future: exports rekon:reconcile/pvc-decider@0.3.0: rekon:reconcile 0.3.0 is not a \
+         contract version this host supports (it supports 0.2.0, 0.1.0); rebuild the guest \
+         against one of them"
     );
 }
 
@@ -80,8 +83,9 @@ fn guest_of_another_world_is_rejected_listing_its_exports() {
     let message = err.to_string();
     assert!(
         message.starts_with(&format!(
-            "{}: does not export rekon:reconcile/claim-decider@0.1.0; it exports \
-             rekon:reconcile/pvc-decider@0.1.0",
+            "{}: does not export any of rekon:reconcile/claim-decider@0.2.0, \
+             rekon:reconcile/claim-decider@0.1.0; it exports \
+             rekon:reconcile/pvc-decider@0.2.0",
             path.display()
         )),
         "{message}"
@@ -101,7 +105,8 @@ fn world_is_detected_from_the_exports() {
         .unwrap();
     assert_eq!(pvc.world(), World::PvcProtection);
     assert_eq!(claim.world(), World::ResourceClaim);
-    assert_eq!(pvc.version().version, "0.1.0");
+    assert_eq!(pvc.version().version, "0.2.0");
+    assert_eq!(pvc.version().package(), "rekon:reconcile@0.2.0");
     assert_eq!(pvc.id().name(), "rekon_guest_pvc_protection");
     assert_eq!(pvc.id().digest().len(), 64);
     assert_ne!(pvc.id().digest(), claim.id().digest());

@@ -55,7 +55,7 @@ fn pvc_protection_matches_native_logic() {
     let guest = GuestHarness::load(built_guest("rekon_guest_pvc_protection")).unwrap();
     let mut outcomes = std::collections::HashSet::new();
     for input in pvc_inputs() {
-        let native = pvc_logic::decide(&input);
+        let native = pvc_logic::decide(&input.clone().into());
         let wasm = guest.decide_pvc(input.clone()).unwrap();
         assert_eq!(wasm, native, "input: {input:?}");
         outcomes.insert(format!("{wasm:?}"));
@@ -97,7 +97,7 @@ fn resource_claim_matches_native_logic() {
     ] {
         assert_eq!(
             guest.decide_claim(input.clone()).unwrap(),
-            claim_logic::decide_claim(&input),
+            claim_logic::decide_claim(&input.clone().into()),
             "input: {input:?}"
         );
     }

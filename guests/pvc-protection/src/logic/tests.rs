@@ -1,5 +1,29 @@
-use super::*;
-use rekon_guest::model::{ObjectMeta, OwnerReference, PodPhase, PodVolume, Target};
+use super::{FINALIZER, decide, is_ephemeral_claim_name};
+use rekon_guest::model::{
+    self, ObjectMeta, OwnerReference, Pod, PodPhase, PodVolume, Pvc, PvcAction, PvcDecision,
+    Target, VolumeSource,
+};
+use rekon_guest::projection::pvc as projected;
+
+// The logic decides on the 0.2.0 projection; these tests build the host's model
+// and project it the way the host does at the boundary.
+
+fn needs_finalizer(pvc: &Pvc) -> bool {
+    super::needs_finalizer(&pvc.clone().into())
+}
+
+fn is_deletion_candidate(pvc: &Pvc) -> bool {
+    super::is_deletion_candidate(&pvc.clone().into())
+}
+
+/// Through the whole input's projection, which drops pods of other namespaces.
+fn pod_uses_pvc(pod: &Pod, pvc: &Pvc) -> bool {
+    let input = input(pvc.clone(), vec![pod.clone()], None);
+    input
+        .cached_pods
+        .iter()
+        .any(|pod| super::pod_uses_pvc(pod, &input.pvc))
+}
 
 const NS: &str = "ns";
 
@@ -86,12 +110,13 @@ fn pod_deleting(mut pod: Pod, grace: Option<i64>) -> Pod {
     pod
 }
 
-fn input(pvc: Pvc, cached: Vec<Pod>, live: Option<Vec<Pod>>) -> PvcInput {
-    PvcInput {
+fn input(pvc: Pvc, cached: Vec<Pod>, live: Option<Vec<Pod>>) -> projected::PvcInput {
+    model::PvcInput {
         pvc,
         cached_pods: cached,
         live_pods: live,
     }
+    .into()
 }
 
 fn keep() -> PvcDecision {

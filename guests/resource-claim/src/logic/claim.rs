@@ -1,9 +1,9 @@
-//! The claim-key decision: syncClaim (§3.7).
+//! The claim-key decision: syncClaim (§3.7), over its 0.2.0 projection.
 
 use rekon_guest::model::{
-    ClaimAction, ClaimDecision, ClaimInput, ConsumerReference, FinalizerRemoval, PodLookup,
-    Reservation, ResourceClaim, StatusUpdate,
+    ClaimAction, ClaimDecision, ConsumerReference, FinalizerRemoval, ResourceClaim, StatusUpdate,
 };
+use rekon_guest::projection::claim::{ClaimInput, PodLookup, Reservation};
 
 use super::DELETE_PROTECTION_FINALIZER;
 use PodLookup::{Cached, Live, NotFound, Unknown};
@@ -87,9 +87,9 @@ fn keeps_reservation(reservation: &Reservation) -> bool {
         return false;
     }
     match &reservation.pod {
-        Cached(pod) => pod.meta.uid == reservation.consumer.uid && !pod.is_done(),
+        Cached(pod) => pod.uid == reservation.consumer.uid && !pod.is_done(),
         // Upstream keeps a live pod of the same UID without a "done" check.
-        Live(pod) => pod.meta.uid == reservation.consumer.uid,
+        Live(pod) => pod.uid == reservation.consumer.uid,
         NotFound => false,
         // Unreachable: `decide_claim` asks for unknown pods first.
         Unknown => true,
@@ -112,7 +112,7 @@ fn owner_pod_is_gone_or_done(input: &ClaimInput) -> bool {
     input
         .owner_pod
         .as_ref()
-        .is_some_and(|pod| pod.meta.uid != owner.uid || pod.is_done())
+        .is_some_and(|pod| pod.uid != owner.uid || pod.is_done())
 }
 
 fn update_status(

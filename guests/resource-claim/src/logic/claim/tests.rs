@@ -1,6 +1,15 @@
 use super::*;
 use crate::logic::fixtures::*;
-use rekon_guest::model::{OwnerReference, Pod, PodPhase, Target};
+use PodLookup::{Cached, Live, NotFound, Unknown};
+use rekon_guest::model::{
+    ClaimInput, OwnerReference, Pod, PodLookup, PodPhase, Reservation, Target,
+};
+
+/// The logic decides on the 0.2.0 projection; these tests build the host's
+/// model and project it the way the host does at the boundary.
+fn decide_claim(input: &ClaimInput) -> ClaimDecision {
+    super::decide_claim(&input.clone().into())
+}
 
 fn running(name: &str) -> Pod {
     scheduled(pod(name))
