@@ -75,7 +75,7 @@ impl PvcDecider for Native {
     }
 
     fn decide(&self, _key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
-        Ok(rekon_guest_pvc_protection::logic::decide(&input))
+        Ok(rekon_guest_pvc_protection::logic::decide(&input.into()))
     }
 }
 
@@ -89,7 +89,7 @@ impl ClaimDecider for Native {
     }
 
     fn decide_claim(&self, _key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        Ok(rekon_guest_resource_claim::logic::decide_claim(&input))
+        Ok(rekon_guest_resource_claim::logic::decide_claim(&input.into()))
     }
 }
 
