@@ -33,4 +33,8 @@ mod component {
     }
 
     export!(PvcProtection);
+
+    /// Each decision runs in a fresh instance: no memory is ever freed.
+    #[global_allocator]
+    static ALLOC: rekon_guest::alloc::BumpAlloc = rekon_guest::alloc::BumpAlloc::new();
 }

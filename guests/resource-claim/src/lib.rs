@@ -40,4 +40,8 @@ mod component {
     }
 
     export!(ResourceClaimDecider);
+
+    /// Each decision runs in a fresh instance: no memory is ever freed.
+    #[global_allocator]
+    static ALLOC: rekon_guest::alloc::BumpAlloc = rekon_guest::alloc::BumpAlloc::new();
 }

@@ -9,7 +9,9 @@
 //!   interfaces, which a guest reuses through wit-bindgen's `with` option.
 //! - [`impl_contract_conversions!`]: moves between generated types and the model.
 //! - [`log`]: log through the host (a no-op when running natively).
+//! - [`alloc::BumpAlloc`]: a global allocator for guests (fresh instance per decision).
 
+pub mod alloc;
 #[cfg(feature = "cases")]
 pub mod cases;
 pub mod convert;

@@ -89,7 +89,9 @@ impl ClaimDecider for Native {
     }
 
     fn decide_claim(&self, _key: &str, input: ClaimInput) -> Result<ClaimDecision, DecideError> {
-        Ok(rekon_guest_resource_claim::logic::decide_claim(&input.into()))
+        Ok(rekon_guest_resource_claim::logic::decide_claim(
+            &input.into(),
+        ))
     }
 }
 
