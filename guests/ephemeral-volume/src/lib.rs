@@ -30,4 +30,8 @@ mod component {
     }
 
     export!(EphemeralVolume);
+
+    /// Each decision runs in a fresh instance: no memory is ever freed.
+    #[global_allocator]
+    static ALLOC: rekon_guest::alloc::BumpAlloc = rekon_guest::alloc::BumpAlloc::new();
 }
