@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR
 GUEST_PROFILE := guest
 export REKON_GUEST_DIR := $(CARGO_TARGET_DIR)/wasm32-wasip2/$(GUEST_PROFILE)
 REKON := $(CARGO_TARGET_DIR)/debug/rekon
-GUEST_CRATES := -p rekon-guest-pvc-protection -p rekon-guest-resource-claim -p rekon-guest-misbehaving
+GUEST_CRATES := -p rekon-guest-pvc-protection -p rekon-guest-resource-claim -p rekon-guest-misbehaving -p rekon-guest-ephemeral-volume
 
 .PHONY: setup guests build test guest-cases demo bench
 

@@ -15,6 +15,7 @@ pub mod alloc;
 #[cfg(feature = "cases")]
 pub mod cases;
 pub mod convert;
+pub mod ephemeral;
 pub mod model;
 pub mod projection;
 

@@ -13,7 +13,8 @@ use wasmtime::component::InstancePre;
 
 use crate::bindings::{ContractVersion, v0_1_0, v0_2_0};
 use crate::world::{
-    PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld, WitWorld,
+    EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
+    ResourceClaimWorld, WitWorld,
 };
 
 /// Where a decision failed: instantiation failures that are not the guest's
@@ -132,4 +133,11 @@ bind_world! {
             Claim => call_decide_claim,
         }
     },
+}
+
+bind_world! {
+    world: EphemeralVolumeWorld,
+    pre: ephemeral::EphemeralVolumePre,
+    versions: [v0_2_0 => rekon_reconcile0_2_0_volume_decider],
+    call: { call_decide },
 }

@@ -17,7 +17,8 @@ pub use binding::{BindWorld, CallError, WorldBinding};
 pub use bindings::{ContractVersion, PACKAGE, SUPPORTED_VERSIONS};
 pub use rekon_guest::model;
 pub use world::{
-    PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld, WitWorld,
+    EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
+    ResourceClaimWorld, WitWorld,
 };
 
 /// The newest supported version: what new code binds by default.

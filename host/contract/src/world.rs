@@ -76,3 +76,20 @@ impl WitWorld for ResourceClaimWorld {
         }
     }
 }
+
+/// `rekon:reconcile/ephemeral-volume` (0.2.0 on): which PVCs a pod's ephemeral
+/// volumes still need.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EphemeralVolumeWorld;
+
+impl WitWorld for EphemeralVolumeWorld {
+    const NAME: &'static str = "ephemeral-volume";
+    const EXPORT: &'static str = "volume-decider";
+    const FUNCTIONS: &'static [&'static str] = &["decide"];
+    type Input = rekon_guest::ephemeral::VolumeInput;
+    type Decision = rekon_guest::ephemeral::VolumeDecision;
+
+    fn function(_: &Self::Input) -> &'static str {
+        "decide"
+    }
+}
