@@ -449,7 +449,7 @@ mod tests {
             .to_string();
         assert!(
             err.contains("guests.yaml: field `pvc-protection.memoryMiB`")
-                && err.contains("at most 256"),
+                && err.contains("between 1 and 256"),
             "{err}"
         );
     }
