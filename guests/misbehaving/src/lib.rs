@@ -1,12 +1,16 @@
 //! A pvc-protection guest that misbehaves on purpose, for the runtime's fault
-//! tests (epoch deadline, memory cap, trap). The PVC name picks the behaviour;
-//! see [`Behaviour::for_pvc`].
+//! tests (epoch deadline, memory cap, trap, result size). The PVC name picks
+//! the behaviour; see [`Behaviour::for_pvc`].
 
-use rekon_guest::model::PvcDecision;
+use rekon_guest::model::{PvcAction, PvcDecision, Target};
 use rekon_guest::projection::pvc::PvcInput;
 
 /// Bytes per allocation of the memory bomb.
 const BOMB_CHUNK: usize = 1 << 20;
+
+/// The huge result: this many actions naming a PVC of [`HUGE_NAME`] bytes (8 MiB).
+const HUGE_ACTIONS: usize = 8;
+const HUGE_NAME: usize = 1 << 20;
 
 /// What the guest does for one input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,17 +21,21 @@ pub enum Behaviour {
     Bomb,
     /// Panic, which traps the component.
     Panic,
+    /// Return a decision of several MiB.
+    Huge,
     /// Decide "nothing to do", like a well-behaved guest.
     Behave,
 }
 
 impl Behaviour {
-    /// `loop`, `bomb` and `panic` select their behaviour; any other name behaves.
+    /// `loop`, `bomb`, `panic` and `huge` select their behaviour; any other
+    /// name behaves.
     pub fn for_pvc(pvc_name: &str) -> Self {
         match pvc_name {
             "loop" => Self::Loop,
             "bomb" => Self::Bomb,
             "panic" => Self::Panic,
+            "huge" => Self::Huge,
             _ => Self::Behave,
         }
     }
@@ -42,8 +50,17 @@ pub fn decide(input: &PvcInput) -> PvcDecision {
             "misbehaving guest: panic requested by PVC {:?}",
             input.pvc.name
         ),
+        Behaviour::Huge => huge_result(),
         Behaviour::Behave => PvcDecision::Actions(Vec::new()),
     }
+}
+
+fn huge_result() -> PvcDecision {
+    let target = Target {
+        name: "x".repeat(HUGE_NAME),
+        ..Target::default()
+    };
+    PvcDecision::Actions(vec![PvcAction::AddFinalizer(target); HUGE_ACTIONS])
 }
 
 fn spin() -> ! {
@@ -106,6 +123,7 @@ mod tests {
         assert_eq!(Behaviour::for_pvc("loop"), Behaviour::Loop);
         assert_eq!(Behaviour::for_pvc("bomb"), Behaviour::Bomb);
         assert_eq!(Behaviour::for_pvc("panic"), Behaviour::Panic);
+        assert_eq!(Behaviour::for_pvc("huge"), Behaviour::Huge);
         assert_eq!(Behaviour::for_pvc("data"), Behaviour::Behave);
         assert_eq!(Behaviour::for_pvc("Loop"), Behaviour::Behave);
         assert_eq!(Behaviour::for_pvc(""), Behaviour::Behave);
@@ -114,6 +132,14 @@ mod tests {
     #[test]
     fn other_names_decide_nothing() {
         assert_eq!(decide(&input("data")), PvcDecision::Actions(vec![]));
+    }
+
+    #[test]
+    fn huge_name_returns_megabytes() {
+        let PvcDecision::Actions(actions) = decide(&input("huge")) else {
+            panic!("expected actions");
+        };
+        assert_eq!(actions.len(), HUGE_ACTIONS);
     }
 
     #[test]

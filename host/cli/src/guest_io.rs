@@ -31,6 +31,7 @@ impl GuestArgs {
         let limits = Limits {
             deadline: Duration::from_millis(self.deadline_ms),
             memory_bytes: self.memory_mib << 20,
+            ..Limits::default()
         };
         let engine = Engine::new(EngineConfig {
             max_concurrent_decisions: 4,

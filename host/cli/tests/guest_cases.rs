@@ -129,6 +129,59 @@ fn eval_prints_the_decision_as_json() {
     );
 }
 
+/// A panicking guest is a trap reported with its message, not a crashed
+/// rekon (exit 101): `rekon eval` runs decisions inside its tokio runtime.
+#[test]
+fn eval_reports_a_guest_panic_as_a_trap_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input.yaml");
+    std::fs::write(&input, "pvc:\n  meta:\n    name: panic\n").unwrap();
+    let guest = built_guest("rekon_guest_misbehaving");
+    let out = rekon(&[
+        "eval",
+        "--guest",
+        path_str(&guest),
+        "--decision",
+        "decide",
+        "--input",
+        path_str(&input),
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(
+        stderr.contains("decision `decide` failed: guest rekon_guest_misbehaving@sha256:")
+            && stderr.contains("wasm trap")
+            && stderr.contains("misbehaving guest: panic requested by PVC \"panic\""),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn test_reports_a_guest_panic_as_a_failed_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("panic.yaml");
+    std::fs::write(
+        &cases,
+        "cases:\n  - name: panics\n    decision: decide\n    \
+         input: {pvc: {meta: {name: panic}}}\n    expect: {actions: []}\n",
+    )
+    .unwrap();
+    let guest = built_guest("rekon_guest_misbehaving");
+    let out = rekon(&["test", "--guest", path_str(&guest), path_str(&cases)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "stdout: {stdout}");
+    assert!(
+        stdout.contains("FAIL") && stdout.contains("panic requested by PVC \"panic\""),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some("0 passed, 1 failed"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn core_module_is_rejected_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -25,6 +25,10 @@ use crate::digest::ModuleDigest;
 /// The configuration file in the guests directory.
 pub const CONFIG_FILE: &str = "guests.yaml";
 
+/// The longest `deadlineMs`: a decision is a pure function of a small input;
+/// ten seconds is already far beyond any sensible one.
+pub const MAX_DEADLINE_MS: u64 = 10_000;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{file}: field `{field}`: {message}")]
@@ -103,8 +107,9 @@ impl AutoRollback {
 }
 
 impl GuestsConfig {
-    /// Parses the text of `file` (named in errors).
-    pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
+    /// Parses the text of `file` (named in errors); `memoryMiB` may be at most
+    /// `max_memory_mib`, the engine's bound.
+    pub fn parse(file: &str, text: &str, max_memory_mib: usize) -> Result<Self, ConfigError> {
         let deserializer = serde_yaml::Deserializer::from_str(text);
         let config: GuestsConfig =
             serde_path_to_error::deserialize(deserializer).map_err(|err| {
@@ -122,7 +127,7 @@ impl GuestsConfig {
         for world in World::ALL {
             if let Some(controller) = config.controller(world) {
                 controller
-                    .validate(world)
+                    .validate(world, max_memory_mib)
                     .map_err(|(field, message)| ConfigError::Invalid {
                         file: file.to_string(),
                         field,
@@ -143,7 +148,7 @@ impl GuestsConfig {
 
 impl ControllerConfig {
     /// Checks what serde cannot; the error names the field.
-    fn validate(&self, world: World) -> Result<(), (String, String)> {
+    fn validate(&self, world: World, max_memory_mib: usize) -> Result<(), (String, String)> {
         let field = |name: &str| format!("{world}.{name}");
         check_file_name(&self.module).map_err(|m| (field("module"), m))?;
         for (name, module) in [("shadow", &self.shadow), ("previous", &self.previous)] {
@@ -152,11 +157,21 @@ impl ControllerConfig {
                     .map_err(|m| (field(&format!("{name}.module")), m))?;
             }
         }
-        if self.deadline_ms == Some(0) {
-            return Err((field("deadlineMs"), "must be at least 1".into()));
+        if let Some(ms) = self.deadline_ms
+            && !(1..=MAX_DEADLINE_MS).contains(&ms)
+        {
+            return Err((
+                field("deadlineMs"),
+                format!("must be between 1 and {MAX_DEADLINE_MS}, got {ms}"),
+            ));
         }
-        if self.memory_mib == Some(0) {
-            return Err((field("memoryMiB"), "must be at least 1".into()));
+        if let Some(mib) = self.memory_mib
+            && !(1..=max_memory_mib).contains(&mib)
+        {
+            return Err((
+                field("memoryMiB"),
+                format!("must be between 1 and {max_memory_mib} (the engine's maximum), got {mib}"),
+            ));
         }
         if self.mode != Mode::Active && self.previous.is_none() {
             return Err((
@@ -201,6 +216,7 @@ impl ControllerConfig {
                 .memory_mib
                 .map(|mib| mib << 20)
                 .unwrap_or(defaults.memory_bytes),
+            ..defaults
         }
     }
 }
@@ -227,7 +243,7 @@ mod tests {
     const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
     fn parse(text: &str) -> Result<GuestsConfig, ConfigError> {
-        GuestsConfig::parse("guests.yaml", text)
+        GuestsConfig::parse("guests.yaml", text, 256)
     }
 
     fn error(text: &str) -> String {
@@ -314,6 +330,44 @@ mod tests {
             double_shadow.contains("pvc-protection.shadow"),
             "{double_shadow}"
         );
+    }
+
+    #[test]
+    fn deadline_and_memory_are_bounded() {
+        let base = format!("pvc-protection:\n  module: v2.wasm\n  sha256: {A}\n");
+        for (extra, field, message) in [
+            ("deadlineMs: 0", "deadlineMs", "between 1 and 10000, got 0"),
+            (
+                "deadlineMs: 18446744073709551615",
+                "deadlineMs",
+                "between 1 and 10000, got 18446744073709551615",
+            ),
+            (
+                "memoryMiB: 0",
+                "memoryMiB",
+                "between 1 and 256 (the engine's maximum), got 0",
+            ),
+            // Would wrap to 0 bytes when shifted to bytes.
+            (
+                "memoryMiB: 17592186044416",
+                "memoryMiB",
+                "between 1 and 256 (the engine's maximum), got 17592186044416",
+            ),
+        ] {
+            let err = error(&format!("{base}  {extra}\n"));
+            assert!(
+                err.starts_with(&format!("guests.yaml: field `pvc-protection.{field}`: "))
+                    && err.contains(message),
+                "{extra}: {err}"
+            );
+        }
+        let edges = parse(&format!("{base}  deadlineMs: 10000\n  memoryMiB: 256\n")).unwrap();
+        let limits = edges
+            .controller(World::PvcProtection)
+            .unwrap()
+            .limits(Limits::default());
+        assert_eq!(limits.deadline, Duration::from_secs(10));
+        assert_eq!(limits.memory_bytes, 256 << 20);
     }
 
     #[test]

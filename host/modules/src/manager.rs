@@ -2,6 +2,7 @@
 //! guests directory and kept current by [`Modules::reload`].
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use rekon_controllers::decider::{Deciders, ShadowTally, Slot};
@@ -105,6 +106,8 @@ struct Shared {
     controllers: Vec<Arc<Controller>>,
     /// One reload at a time (watch events, periodic rescans, explicit calls).
     reloading: tokio::sync::Mutex<()>,
+    /// Reads of the guests directory so far.
+    reloads: AtomicU64,
 }
 
 impl Modules {
@@ -132,6 +135,7 @@ impl Modules {
                 reporter: Reporter::new(options.status_file, options.events),
                 controllers,
                 reloading: tokio::sync::Mutex::new(()),
+                reloads: AtomicU64::new(0),
             }),
         };
         let report = modules.reload().await;
@@ -189,22 +193,39 @@ impl Modules {
         self.controller(world).shadow_tally()
     }
 
+    /// How many times the guests directory was read ([`Modules::reload`] calls).
+    pub fn reloads(&self) -> u64 {
+        self.shared.reloads.load(Ordering::Relaxed)
+    }
+
+    /// Writes the status file if the status changed since it was last written
+    /// (decision and shadow counts change without any reload).
+    pub fn refresh_status(&self) {
+        self.shared.reporter.status(&self.status());
+    }
+
     /// Reads the guests directory again and publishes what changed. Anything
-    /// that fails a check is refused and reported; the old version keeps serving.
+    /// that fails a check, or panics while being loaded, is refused and
+    /// reported; the old version keeps serving.
     pub async fn reload(&self) -> ReloadReport {
         let _one_at_a_time = self.shared.reloading.lock().await;
+        self.shared.reloads.fetch_add(1, Ordering::Relaxed);
         let dir = self.shared.dir.clone();
-        let defaults = self.engine().config().default_limits;
-        let plan = tokio::task::spawn_blocking(move || read_plan(&dir, defaults))
+        let config = self.engine().config();
+        let (defaults, max_memory) = (config.default_limits, config.max_memory_bytes);
+        let plan = match tokio::task::spawn_blocking(move || read_plan(&dir, defaults, max_memory))
             .await
-            .expect("reading the guests directory does not panic");
+        {
+            Ok(plan) => plan.map_err(|err| err.to_string()),
+            Err(panic) => Err(panicked("reading the guests directory", panic)),
+        };
         let mut changes = Vec::new();
         match plan {
-            Err(err) => {
+            Err(reason) => {
                 for controller in &self.shared.controllers {
                     changes.push((
                         controller.world(),
-                        self.refuse(controller, None, err.to_string()),
+                        self.refuse(controller, None, reason.clone()),
                     ));
                 }
             }
@@ -219,9 +240,7 @@ impl Modules {
                 }
             }
         }
-        if changes.iter().any(|(_, c)| *c != Change::Unchanged) {
-            self.shared.reporter.status(&self.status());
-        }
+        self.refresh_status();
         ReloadReport { changes }
     }
 
@@ -273,8 +292,8 @@ impl Modules {
             let (version, slot) = (serving.clone(), controller.slot().clone());
             let replay = tokio::task::spawn_blocking(move || slot.replay(&version))
                 .await
-                .expect("canary replay does not panic");
-            if let Err(failure) = replay {
+                .map_err(|panic| panicked("the canary replay", panic));
+            if let Err(failure) = replay.and_then(|r| r.map_err(|f| f.to_string())) {
                 let reason = format!("{}: {failure}", serving.id());
                 return self.refuse(controller, Some(&plan), reason);
             }
@@ -282,6 +301,11 @@ impl Modules {
         let trip = self.trip_factory(controller.world());
         let event = controller.commit(&plan, serving.clone(), shadow, fallback, &*trip);
         self.shared.reporter.event(&event);
+        if !plan.pinned {
+            tracing::info!(controller = %plan.world, module = %plan.serving.path.display(),
+                sha256 = %plan.serving.digest,
+                "module not pinned (no guests.yaml); pin this digest in guests.yaml for production");
+        }
         Change::Published {
             serving: serving.id().to_string(),
         }
@@ -298,11 +322,12 @@ impl Modules {
         if let Some(version) = controller.loaded(plan, &file.digest) {
             return Ok(version);
         }
+        let what = format!("loading {}", file.path.display());
         let (shared, world, limits, file) =
             (self.shared.clone(), plan.world, plan.limits, file.clone());
         let loaded = tokio::task::spawn_blocking(move || shared.loader.load(world, limits, &file))
             .await
-            .expect("loading a module does not panic");
+            .map_err(|panic| panicked(&what, panic))?;
         loaded
             .map(Arc::new)
             .map_err(|err: LoadError| err.to_string())
@@ -318,6 +343,20 @@ impl Modules {
             })
         })
     }
+}
+
+/// A blocking step that panicked, as the reason of a refusal: the reload
+/// task lives on and later changes still apply.
+fn panicked(what: &str, panic: tokio::task::JoinError) -> String {
+    let message = match panic.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-string panic".into()),
+        Err(err) => err.to_string(),
+    };
+    format!("{what} panicked: {message}")
 }
 
 fn roll_back(shared: &Weak<Shared>, world: World, serial: u64, decisions: u64, failures: u64) {

@@ -3,6 +3,7 @@
 //! running in a cluster (POD_NAME and POD_NAMESPACE set by the downward API).
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
@@ -103,6 +104,8 @@ impl ModuleEvent {
 
 pub struct Reporter {
     status_file: Option<PathBuf>,
+    /// What the status file holds now: it is rewritten only when this changes.
+    written: Mutex<Option<Status>>,
     events: Option<PodEvents>,
 }
 
@@ -110,6 +113,7 @@ impl Reporter {
     pub fn new(status_file: Option<PathBuf>, events: Option<EventTarget>) -> Self {
         Self {
             status_file,
+            written: Mutex::new(None),
             events: events.map(PodEvents::new),
         }
     }
@@ -126,11 +130,20 @@ impl Reporter {
         }
     }
 
+    /// Writes the status file, unless it already holds `status`.
     pub fn status(&self, status: &Status) {
-        if let Some(path) = &self.status_file
-            && let Err(err) = status.write_to(path)
-        {
-            tracing::warn!(path = %path.display(), error = %err, "could not write the module status file");
+        let Some(path) = &self.status_file else {
+            return;
+        };
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        if written.as_ref() == Some(status) {
+            return;
+        }
+        match status.write_to(path) {
+            Ok(()) => *written = Some(status.clone()),
+            Err(err) => {
+                tracing::warn!(path = %path.display(), error = %err, "could not write the module status file")
+            }
         }
     }
 }

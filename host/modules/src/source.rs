@@ -28,6 +28,8 @@ pub enum SourceError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{path}: is a {kind}, not a regular file; the module was not loaded")]
+    NotAFile { path: String, kind: &'static str },
     #[error(
         "{controller}: {path} has sha256 {actual}, but guests.yaml pins {expected}; \
          the module was not loaded"
@@ -126,22 +128,28 @@ pub fn conventional_names(world: World) -> [&'static str; 2] {
 }
 
 /// Reads the directory. Fails as a whole only when guests.yaml is unreadable or
-/// invalid; a bad module fails its controller's plan alone.
-pub fn read_plan(dir: &Path, defaults: Limits) -> Result<DirPlan, SourceError> {
+/// invalid; a bad module fails its controller's plan alone. `max_memory_bytes`
+/// is the engine's bound on any guest's memory cap.
+pub fn read_plan(
+    dir: &Path,
+    defaults: Limits,
+    max_memory_bytes: usize,
+) -> Result<DirPlan, SourceError> {
     let root = generation_root(dir);
     let config_path = root.join(CONFIG_FILE);
-    let config = match std::fs::read_to_string(&config_path) {
-        Ok(text) => Some(GuestsConfig::parse(
-            &config_path.display().to_string(),
-            &text,
-        )?),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => {
-            return Err(SourceError::Read {
+    let config = match read_regular(&config_path) {
+        Ok(bytes) => {
+            let text = String::from_utf8(bytes).map_err(|err| SourceError::Read {
                 path: config_path.display().to_string(),
-                source,
-            });
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, err),
+            })?;
+            let file = config_path.display().to_string();
+            Some(GuestsConfig::parse(&file, &text, max_memory_bytes >> 20)?)
         }
+        Err(SourceError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            None
+        }
+        Err(err) => return Err(err),
     };
     let controllers = World::ALL
         .into_iter()
@@ -209,18 +217,17 @@ fn conventional(
     defaults: Limits,
 ) -> Result<ControllerPlan, SourceError> {
     let names = conventional_names(world);
+    // Whatever the name points at is read (and refused if it is no regular file).
     let path = names
         .iter()
         .map(|n| root.join(n))
-        .find(|p| p.is_file())
+        .find(|p| p.exists())
         .ok_or_else(|| SourceError::NoModule {
             controller: world,
             dir: root.display().to_string(),
             expected: names.join(" or "),
         })?;
     let serving = read_module(&path)?;
-    tracing::info!(controller = %world, module = %path.display(), sha256 = %serving.digest,
-        "module not pinned (no guests.yaml); pin this digest in guests.yaml for production");
     Ok(ControllerPlan {
         world,
         serving,
@@ -247,10 +254,7 @@ fn read_pinned(root: &Path, world: World, module: &ModuleRef) -> Result<ModuleFi
 }
 
 fn read_module(path: &Path) -> Result<ModuleFile, SourceError> {
-    let bytes = std::fs::read(path).map_err(|source| SourceError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let bytes = read_regular(path)?;
     Ok(ModuleFile {
         name: path
             .file_stem()
@@ -262,6 +266,48 @@ fn read_module(path: &Path) -> Result<ModuleFile, SourceError> {
     })
 }
 
+/// Reads a regular file. Anything else (a FIFO, a socket, a device, a
+/// directory) is refused without reading: a FIFO would block the read until a
+/// writer came. It is opened non-blocking and checked after opening, so a file
+/// swapped in between cannot block either.
+fn read_regular(path: &Path) -> Result<Vec<u8>, SourceError> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+    let read_error = |source| SourceError::Read {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read_error)?;
+    let file_type = file.metadata().map_err(read_error)?.file_type();
+    let kind = if file_type.is_file() {
+        None
+    } else if file_type.is_dir() {
+        Some("directory")
+    } else if file_type.is_fifo() {
+        Some("FIFO")
+    } else if file_type.is_socket() {
+        Some("socket")
+    } else if file_type.is_block_device() || file_type.is_char_device() {
+        Some("device")
+    } else {
+        Some("special file")
+    };
+    if let Some(kind) = kind {
+        return Err(SourceError::NotAFile {
+            path: path.display().to_string(),
+            kind,
+        });
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(read_error)?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,7 +317,7 @@ mod tests {
     }
 
     fn plan(dir: &Path, world: World) -> Result<ControllerPlan, SourceError> {
-        let mut plan = read_plan(dir, Limits::default()).unwrap();
+        let mut plan = read_plan(dir, Limits::default(), 256 << 20).unwrap();
         let index = World::ALL.iter().position(|w| *w == world).unwrap();
         plan.controllers.remove(index).1
     }
@@ -337,6 +383,75 @@ mod tests {
                 "{mode}"
             );
         }
+    }
+
+    #[test]
+    fn a_fifo_named_as_a_module_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("v2.wasm");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let pinned = ModuleDigest::of(b"original");
+        write(
+            dir.path(),
+            CONFIG_FILE,
+            format!("pvc-protection: {{module: v2.wasm, sha256: {pinned}}}\n").as_bytes(),
+        );
+        // A blocking read would wait here forever for a writer.
+        let (done, result) = std::sync::mpsc::channel();
+        let path = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            let _ = done.send(plan(&path, World::PvcProtection).map(|_| ()));
+        });
+        let err = result
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("reading a FIFO module returns")
+            .unwrap_err();
+        assert!(
+            matches!(err, SourceError::NotAFile { kind: "FIFO", .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("v2.wasm: is a FIFO"), "{err}");
+    }
+
+    #[test]
+    fn a_directory_with_a_conventional_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pvc-protection.wasm")).unwrap();
+        let err = plan(dir.path(), World::PvcProtection).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SourceError::NotAFile {
+                    kind: "directory",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_memory_cap_over_the_engine_maximum_names_file_controller_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "v2.wasm", b"v2");
+        let digest = ModuleDigest::of(b"v2");
+        write(
+            dir.path(),
+            CONFIG_FILE,
+            format!("pvc-protection: {{module: v2.wasm, sha256: {digest}, memoryMiB: 512}}\n")
+                .as_bytes(),
+        );
+        let err = read_plan(dir.path(), Limits::default(), 256 << 20)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            err.contains("guests.yaml: field `pvc-protection.memoryMiB`")
+                && err.contains("between 1 and 256"),
+            "{err}"
+        );
     }
 
     #[cfg(unix)]

@@ -1,11 +1,18 @@
 //! Noticing changes: a filesystem watch on the guests directory (a ConfigMap
 //! update renames `..data` inside it, which the watch sees), debounced, plus a
 //! periodic rescan in case an event is lost. Every trigger is a full
-//! [`Modules::reload`], which does nothing when nothing changed.
+//! [`Modules::reload`], which does nothing when nothing changed. Only events
+//! that change the directory count: a reload reads every file, and counting
+//! those reads as changes would reload forever.
+//!
+//! The same task keeps the status file current: decision and shadow counts
+//! change without any reload.
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
-use notify::{RecursiveMode, Watcher};
+use futures::FutureExt;
+use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -25,6 +32,8 @@ pub struct WatchOptions {
     pub debounce: Duration,
     /// Reload at least this often.
     pub rescan: Duration,
+    /// Rewrite the status file this often when its counts changed.
+    pub status_refresh: Duration,
 }
 
 impl Default for WatchOptions {
@@ -32,8 +41,15 @@ impl Default for WatchOptions {
         Self {
             debounce: Duration::from_millis(200),
             rescan: Duration::from_secs(30),
+            status_refresh: Duration::from_secs(2),
         }
     }
+}
+
+/// Whether `kind` may mean the directory changed. Opening, reading and
+/// closing a file unmodified (what every reload does) do not.
+fn is_change(kind: &EventKind) -> bool {
+    !matches!(kind, EventKind::Access(_))
 }
 
 /// Watching stops when this is dropped.
@@ -58,9 +74,10 @@ impl Modules {
         };
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             match event {
-                Ok(_) => {
+                Ok(event) if is_change(&event.kind) => {
                     let _ = events.send(());
                 }
+                Ok(_) => {}
                 Err(err) => tracing::warn!(error = %err, "guests directory watch error; the periodic rescan still runs"),
             }
         })
@@ -73,6 +90,8 @@ impl Modules {
             let mut rescan = tokio::time::interval(options.rescan);
             rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             rescan.tick().await;
+            let mut status = tokio::time::interval(options.status_refresh);
+            status.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
                     event = received.recv() => {
@@ -84,8 +103,22 @@ impl Modules {
                         tracing::debug!("guests directory changed; reloading");
                     }
                     _ = rescan.tick() => {}
+                    _ = status.tick() => {
+                        modules.refresh_status();
+                        continue;
+                    }
                 }
-                modules.reload().await;
+                // Loading failures are refusals; a panic that escapes them
+                // still must not end the task that applies later changes.
+                if AssertUnwindSafe(modules.reload())
+                    .catch_unwind()
+                    .await
+                    .is_err()
+                {
+                    tracing::error!(
+                        "reloading the guests directory panicked; the next change or rescan retries"
+                    );
+                }
             }
         });
         Ok(Watching {

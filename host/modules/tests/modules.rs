@@ -466,6 +466,7 @@ async fn a_configmap_update_is_noticed_and_published() {
         .watch(WatchOptions {
             debounce: Duration::from_millis(50),
             rescan: Duration::from_secs(3600),
+            ..WatchOptions::default()
         })
         .unwrap();
     assert_eq!(
@@ -546,6 +547,155 @@ async fn without_guests_yaml_the_conventional_files_serve() {
         err.contains("expected pvc-protection.wasm or rekon_guest_pvc_protection.wasm"),
         "{err}"
     );
+}
+
+/// Polls `done` until it holds or 20 s pass.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_directory_causes_no_reload() {
+    // `make demo`'s case: conventional names, no guests.yaml.
+    let dir = GuestsDir::new();
+    dir.put("rekon_guest_pvc_protection.wasm", &reference());
+    let modules = dir.open().await;
+    let _watching = modules
+        .watch(WatchOptions {
+            debounce: Duration::from_millis(10),
+            rescan: Duration::from_secs(3600),
+            ..WatchOptions::default()
+        })
+        .unwrap();
+    // A reload reads every file, as the periodic rescan does; those reads are
+    // no change and must not trigger the next reload.
+    modules.reload().await;
+    let after_reload = modules.reloads();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        modules.reloads(),
+        after_reload,
+        "reloads without any change to the directory"
+    );
+
+    // A real change is still noticed.
+    let v2 = dir.put(
+        "rekon_guest_pvc_protection.wasm",
+        &with_custom_section(&reference(), "rekon-build", b"2"),
+    );
+    eventually("the change was not published", || {
+        serving(&modules).digest == v2.hex()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_status_file_shows_decision_and_shadow_counts() {
+    let dir = GuestsDir::new();
+    let old = dir.put("old.wasm", &reference());
+    let new = dir.put(
+        "new.wasm",
+        &with_custom_section(&reference(), "rekon-build", b"2"),
+    );
+    dir.config(&pvc_config(
+        "new.wasm",
+        &new,
+        &format!("  mode: shadow\n  previous: {{module: old.wasm, sha256: {old}}}\n"),
+    ));
+    let status_file = dir.path().join("status.json");
+    let mut options = ModulesOptions::new(dir.path());
+    options.status_file = Some(status_file.clone());
+    let modules = Modules::open(options).await.unwrap();
+    let _watching = modules
+        .watch(WatchOptions {
+            rescan: Duration::from_secs(3600),
+            status_refresh: Duration::from_millis(50),
+            ..WatchOptions::default()
+        })
+        .unwrap();
+    let decider = modules.pvc().current();
+    for name in ["a", "b", "c"] {
+        decider
+            .decide(&format!("ns/{name}"), input(name, true))
+            .unwrap();
+    }
+    let counts = || -> Option<(u64, u64)> {
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&status_file).ok()?).ok()?;
+        let pvc = &json["controllers"]["pvc-protection"];
+        Some((pvc["decisions"].as_u64()?, pvc["shadowAgreed"].as_u64()?))
+    };
+    eventually("the status file never showed the counts", || {
+        counts() == Some((3, 3))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn out_of_range_limits_are_refused_and_later_changes_still_apply() {
+    let dir = GuestsDir::new();
+    let good = dir.put("good.wasm", &reference());
+    dir.config(&pvc_config("good.wasm", &good, ""));
+    let modules = dir.open().await;
+    let _watching = modules
+        .watch(WatchOptions {
+            debounce: Duration::from_millis(10),
+            rescan: Duration::from_secs(3600),
+            ..WatchOptions::default()
+        })
+        .unwrap();
+    let v2 = dir.put(
+        "v2.wasm",
+        &with_custom_section(&reference(), "rekon-build", b"2"),
+    );
+    for (extra, field) in [
+        ("  deadlineMs: 18446744073709551615\n", "deadlineMs"),
+        ("  memoryMiB: 17592186044416\n", "memoryMiB"),
+    ] {
+        dir.config(&pvc_config("v2.wasm", &v2, extra));
+        let report = modules.reload().await;
+        assert!(
+            matches!(report.change(World::PvcProtection),
+                Change::Refused(r) if r.contains(&format!("guests.yaml: field `pvc-protection.{field}`"))),
+            "{report:?}"
+        );
+        assert_eq!(serving(&modules).digest, good.hex());
+    }
+    // The watch still applies the next valid change.
+    dir.config(&pvc_config("v2.wasm", &v2, "  deadlineMs: 10000\n"));
+    eventually("the valid change was not published", || {
+        serving(&modules).digest == v2.hex()
+    })
+    .await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fifo_named_as_a_module_is_refused_promptly() {
+    let dir = GuestsDir::new();
+    let good = dir.put("good.wasm", &reference());
+    dir.config(&pvc_config("good.wasm", &good, ""));
+    let modules = dir.open().await;
+    let fifo = dir.path().join("fifo.wasm");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir.config(&pvc_config("fifo.wasm", &good, ""));
+    let report = tokio::time::timeout(Duration::from_secs(10), modules.reload())
+        .await
+        .expect("the reload returns instead of waiting for a writer");
+    assert!(
+        matches!(report.change(World::PvcProtection),
+            Change::Refused(r) if r.contains("fifo.wasm: is a FIFO, not a regular file")),
+        "{report:?}"
+    );
+    assert_eq!(serving(&modules).digest, good.hex());
 }
 
 #[allow(dead_code)]

@@ -39,6 +39,10 @@ pub enum Failure {
         stderr: String,
         detail: String,
     },
+    /// The decision (or one import call's arguments) was larger than
+    /// [`crate::Limits::result_bytes`]; it was not copied out.
+    #[error("result too large: more than {limit} bytes copied out of the guest in one call")]
+    ResultTooLarge { limit: usize },
     #[error("cannot instantiate: {0}")]
     Instantiate(String),
     #[error("is a {world} guest and does not export `{decision}`")]
@@ -143,6 +147,10 @@ impl GuestPre {
             Failure::MemoryCapExceeded {
                 cap: state.limiter.cap(),
                 requested,
+            }
+        } else if crate::limits::copied_too_much(&err) {
+            Failure::ResultTooLarge {
+                limit: self.limits().result_bytes,
             }
         } else if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             Failure::DeadlineExceeded(self.limits().deadline)

@@ -158,11 +158,12 @@ fn pagemap_scan_supported() -> bool {
     }
 }
 
-/// WASI p2 with nothing granted (the per-store context decides what is visible)
-/// and the `log` import.
+/// WASI p2 with nothing granted (the per-store context decides what is visible),
+/// its streams and polls free of tokio, and the `log` import.
 fn host_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<DecisionState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    crate::wasi_io::shadow_tokio_io(&mut linker)?;
     log::add_to_linker::<DecisionState, HasSelf<DecisionState>>(&mut linker, |state| state)?;
     crate::compat::add_old_imports(&mut linker)?;
     Ok(linker)

@@ -101,6 +101,7 @@ impl GuestPre {
         let state = DecisionState::new(self.id.clone(), self.limits.memory_bytes);
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
+        store.set_hostcall_fuel(self.limits.result_bytes);
         store.set_epoch_deadline(self.limits.deadline_ticks());
         store.epoch_deadline_trap();
         store

@@ -28,6 +28,7 @@ mod limits;
 mod load;
 mod state;
 pub mod testing;
+mod wasi_io;
 mod world;
 
 pub use decide::{Failure, GuestWorld, RuntimeError};

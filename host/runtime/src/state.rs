@@ -13,6 +13,7 @@ use wasmtime_wasi::{
 
 use crate::id::GuestId;
 use crate::limits::MemoryLimiter;
+use crate::wasi_io::{MONOTONIC_NOW, MONOTONIC_RESOLUTION};
 
 /// How much of a guest's stderr (a panic message, typically) is kept for errors.
 const STDERR_CAPACITY: usize = 4096;
@@ -100,11 +101,11 @@ impl HostWallClock for FixedClock {
 
 impl HostMonotonicClock for FixedClock {
     fn resolution(&self) -> u64 {
-        1_000_000_000
+        MONOTONIC_RESOLUTION
     }
 
     fn now(&self) -> u64 {
-        0
+        MONOTONIC_NOW
     }
 }
 

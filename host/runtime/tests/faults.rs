@@ -42,6 +42,7 @@ fn endless_loop_hits_the_deadline() {
     let guest = misbehaving(Limits {
         deadline,
         memory_bytes: 16 << 20,
+        ..Limits::default()
     });
     let started = Instant::now();
     let err = guest
@@ -73,6 +74,7 @@ fn memory_bomb_hits_the_cap() {
     let guest = misbehaving(Limits {
         deadline: Duration::from_secs(5),
         memory_bytes: 16 << 20,
+        ..Limits::default()
     });
     let err = guest.decide_pvc(input("bomb")).unwrap_err();
     match err.failure {
@@ -109,14 +111,77 @@ fn panic_is_a_trap_with_the_guest_message() {
     assert_still_serves(&guest);
 }
 
+/// Decisions run from async code too: wasmtime-wasi's sync stderr would block
+/// on the ambient tokio runtime and panic there.
+#[tokio::test(flavor = "current_thread")]
+async fn panic_is_a_trap_with_its_message_on_a_current_thread_runtime() {
+    let guest = misbehaving(Limits::default());
+    let err = guest.decide_pvc(input("panic")).unwrap_err();
+    assert!(
+        matches!(&err.failure, Failure::Trap { stderr, .. }
+            if stderr.contains("panic requested by PVC \"panic\"")),
+        "{err}"
+    );
+    assert_still_serves(&guest);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panic_is_a_trap_with_its_message_on_a_runtime_worker() {
+    let guest = misbehaving(Limits::default());
+    let err = tokio::spawn(async move { guest.decide_pvc(input("panic")) })
+        .await
+        .expect("the decision does not panic the task")
+        .unwrap_err();
+    assert!(
+        matches!(&err.failure, Failure::Trap { stderr, .. }
+            if stderr.contains("panic requested by PVC \"panic\"")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_result_over_the_size_cap_fails_naming_guest_and_key() {
+    let guest = misbehaving(Limits {
+        result_bytes: 1 << 20,
+        ..Limits::default()
+    });
+    let err = guest
+        .decide_pvc(input("huge"))
+        .unwrap_err()
+        .with_key("default/huge");
+    assert!(
+        matches!(err.failure, Failure::ResultTooLarge { limit } if limit == 1 << 20),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.starts_with("guest rekon_guest_misbehaving@sha256:")
+            && message.contains("(key default/huge)")
+            && message.contains("result too large"),
+        "{message}"
+    );
+    assert_still_serves(&guest);
+
+    // The same 8 MiB decision passes under a larger cap: the cap is what refused it.
+    let roomy = misbehaving(Limits {
+        result_bytes: 16 << 20,
+        ..Limits::default()
+    });
+    let PvcDecision::Actions(actions) = roomy.decide_pvc(input("huge")).unwrap() else {
+        panic!("expected actions");
+    };
+    assert_eq!(actions.len(), 8);
+}
+
 #[test]
 fn faults_in_a_row_do_not_exhaust_the_instance_pool() {
     // The pool holds 4 instances: a leaked instance per failure would show here.
     let guest = misbehaving(Limits {
         deadline: Duration::from_millis(5),
         memory_bytes: 8 << 20,
+        ..Limits::default()
     });
-    for name in ["loop", "bomb", "panic"].repeat(3) {
+    for name in ["loop", "bomb", "panic", "huge"].repeat(3) {
         assert!(guest.decide_pvc(input(name)).is_err());
     }
     assert_still_serves(&guest);

@@ -1,4 +1,9 @@
 //! `rekon eval`: one decision of a guest on one input file, printed as JSON.
+//!
+//! Exit codes: 0 the decision was printed; 1 rekon could not run it (bad
+//! arguments, input or module); [`GUEST_FAILED`] the guest's decision failed
+//! (a trap such as a panic, the deadline, the memory cap, a result too large),
+//! printed on stderr.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +13,11 @@ use rekon_runtime::Decision;
 
 use crate::guest_io::{self, AnyInput, GuestArgs};
 
+/// The exit code of a decision the guest itself failed.
+pub const GUEST_FAILED: u8 = 2;
+
+/// Exit codes: 0 decided, 1 could not run, 2 the guest's decision failed
+/// (trap, deadline, memory cap, result size).
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -30,13 +40,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.decision
         )
     })?;
-    let decision = guest_io::decide(&guest, input).with_context(|| {
-        format!(
-            "{}: decision `{}` failed",
-            args.input.display(),
-            args.decision
-        )
-    })?;
-    println!("{}", decision.to_pretty_json());
-    Ok(ExitCode::SUCCESS)
+    match guest_io::decide(&guest, input) {
+        Ok(decision) => {
+            println!("{}", decision.to_pretty_json());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(err) => {
+            eprintln!(
+                "error: {}: decision `{}` failed: {err}",
+                args.input.display(),
+                args.decision
+            );
+            Ok(ExitCode::from(GUEST_FAILED))
+        }
+    }
 }
