@@ -617,7 +617,7 @@ async fn the_status_file_shows_decision_and_shadow_counts() {
             ..WatchOptions::default()
         })
         .unwrap();
-    let decider = modules.pvc().current();
+    let decider = modules.slot::<PvcProtectionWorld>().current();
     for name in ["a", "b", "c"] {
         decider
             .decide(&format!("ns/{name}"), input(name, true))
