@@ -42,7 +42,7 @@ struct TypedSlot<W: GuestWorld> {
 }
 
 impl<W: GuestWorld> TypedSlot<W> {
-    fn new(recent_inputs: usize) -> Arc<dyn WorldSlot> {
+    fn empty(recent_inputs: usize) -> Arc<dyn WorldSlot> {
         Arc::new(Self {
             slot: Arc::new(Slot::new(Arc::new(Unloaded))),
             recent: Arc::new(RecentInputs::new(recent_inputs)),
@@ -77,8 +77,8 @@ impl<W: GuestWorld> WorldSlot for TypedSlot<W> {
 /// The empty slot of `world`: one line per world.
 fn slot_for(world: World, recent_inputs: usize) -> Arc<dyn WorldSlot> {
     match world {
-        World::PvcProtection => TypedSlot::<PvcProtectionWorld>::new(recent_inputs),
-        World::ResourceClaim => TypedSlot::<ResourceClaimWorld>::new(recent_inputs),
+        World::PvcProtection => TypedSlot::<PvcProtectionWorld>::empty(recent_inputs),
+        World::ResourceClaim => TypedSlot::<ResourceClaimWorld>::empty(recent_inputs),
     }
 }
 
