@@ -101,15 +101,13 @@ impl AnyDecision {
     }
 }
 
-/// Runs the decision the input belongs to, off the runtime's async workers
-/// (a guest writing to stderr, as a panicking one does, blocks on tokio).
+/// Runs the decision the input belongs to. The runtime never touches tokio,
+/// so this is safe from any context (a current-thread runtime included).
 pub fn decide(guest: &GuestPre, input: AnyInput) -> Result<AnyDecision, RuntimeError> {
-    tokio::task::block_in_place(|| {
-        Ok(match input {
-            AnyInput::Pvc(input) => AnyDecision::Pvc(guest.decide_pvc(input)?),
-            AnyInput::Pod(input) => AnyDecision::Pod(guest.decide_pod(input)?),
-            AnyInput::Claim(input) => AnyDecision::Claim(guest.decide_claim(input)?),
-        })
+    Ok(match input {
+        AnyInput::Pvc(input) => AnyDecision::Pvc(guest.decide_pvc(input)?),
+        AnyInput::Pod(input) => AnyDecision::Pod(guest.decide_pod(input)?),
+        AnyInput::Claim(input) => AnyDecision::Claim(guest.decide_claim(input)?),
     })
 }
 

@@ -159,7 +159,8 @@ mod native {
 pub fn guest_error(key: &str, err: rekon_runtime::RuntimeError) -> DecideError {
     use rekon_runtime::Failure;
     let failure = match &err.failure {
-        Failure::Trap { .. } => DecisionFailure::Trap,
+        // An oversized result is the module's fault, as a trap is.
+        Failure::Trap { .. } | Failure::ResultTooLarge { .. } => DecisionFailure::Trap,
         Failure::DeadlineExceeded(_) => DecisionFailure::Deadline,
         Failure::MemoryCapExceeded { .. } => DecisionFailure::Memory,
         _ => DecisionFailure::Other,
