@@ -7,7 +7,7 @@
 //! still applies: when the host refuses to grow memory, allocation fails and the
 //! guest traps.
 //!
-//! ```ignore
+//! ```text
 //! #[global_allocator]
 //! static ALLOC: rekon_guest::alloc::BumpAlloc = rekon_guest::alloc::BumpAlloc::new();
 //! ```

@@ -33,7 +33,7 @@ use rekon_guest::projection::{claim, pvc};
 use rekon_guest_pvc_protection::logic as pvc_logic;
 use rekon_guest_resource_claim::logic as claim_logic;
 use rekon_runtime::testing::{built_guest, contract_fixture};
-use rekon_runtime::{Engine, EngineConfig, GuestPre, World};
+use rekon_runtime::{Engine, EngineConfig, GuestPre, Limits, World};
 
 const SIZES: [usize; 4] = [1, 10, 100, 1000];
 const WARMUP: usize = 50;
@@ -109,9 +109,16 @@ impl Row<'_> {
 }
 
 fn load(engine: &Engine, path: &std::path::Path, world: World) -> GuestPre {
+    // A generous deadline: on a loaded machine a 1000-element decision's p99 can
+    // pass the default, and the benchmark measures time, not the deadline.
+    let limits = Limits {
+        deadline: Duration::from_secs(10),
+        ..Limits::default()
+    };
     engine
         .loader()
         .world(world)
+        .limits(limits)
         .file(path)
         .unwrap_or_else(|e| panic!("{e}"))
 }
