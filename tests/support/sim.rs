@@ -244,3 +244,37 @@ pub fn pvcs_left(cluster: &rekon_simulate::EmbeddedCluster) -> usize {
         .filter(|o| o["kind"] == "PersistentVolumeClaim")
         .count()
 }
+
+/// The notes of the Events recorded about the object `kind` `ns/name`.
+pub fn event_notes(objects: &[Value], kind: &str, ns: &str, name: &str) -> Vec<String> {
+    objects
+        .iter()
+        .filter(|o| o["kind"] == "Event")
+        .filter(|e| {
+            let about = &e["regarding"];
+            about["kind"] == kind && about["namespace"] == ns && about["name"] == name
+        })
+        .filter_map(|e| e["note"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Runs a simulation with the given deciders and a short settle: a refused
+/// decision is retried with backoff and never converges.
+pub async fn run_with(state: Vec<Value>, deciders: Deciders) -> Report {
+    let settle = Settle {
+        quiet: Duration::from_millis(300),
+        requeue_bound: Duration::from_secs(2),
+        timeout: Duration::from_secs(5),
+    };
+    let journal = Arc::new(Journal::new());
+    simulate(
+        state,
+        vec![],
+        ClusterOptions::default(),
+        settle,
+        deciders,
+        journal,
+    )
+    .await
+    .expect("simulation runs")
+}

@@ -11,4 +11,5 @@ pub mod projection;
 pub mod pvc_protection;
 pub mod reconcile;
 pub mod resource_claim;
+pub mod validate;
 pub mod writes;
