@@ -245,16 +245,21 @@ pub fn pvcs_left(cluster: &rekon_simulate::EmbeddedCluster) -> usize {
         .count()
 }
 
-/// The notes of the Events recorded about the object `kind` `ns/name`.
+/// The messages of the Events recorded about the object `kind` `ns/name`
+/// (core/v1 `involvedObject`/`message` or events.k8s.io `regarding`/`note`).
 pub fn event_notes(objects: &[Value], kind: &str, ns: &str, name: &str) -> Vec<String> {
     objects
         .iter()
         .filter(|o| o["kind"] == "Event")
-        .filter(|e| {
-            let about = &e["regarding"];
-            about["kind"] == kind && about["namespace"] == ns && about["name"] == name
+        .filter_map(|e| {
+            let (about, note) = match e.get("involvedObject") {
+                Some(about) => (about, &e["message"]),
+                None => (&e["regarding"], &e["note"]),
+            };
+            let matches =
+                about["kind"] == kind && about["namespace"] == ns && about["name"] == name;
+            matches.then(|| note.as_str().map(str::to_string)).flatten()
         })
-        .filter_map(|e| e["note"].as_str().map(str::to_string))
         .collect()
 }
 
