@@ -290,3 +290,60 @@ async fn a_pod_replaced_under_the_same_name_releases_the_old_pods_pvc() {
         report.journal.entries()
     );
 }
+
+/// A misbehaving guest: asks for the live pod list, then removes the finalizer
+/// whatever the list says.
+struct RemovesAnyway;
+
+impl rekon_controllers::decider::Decider<rekon_contract::PvcProtectionWorld> for RemovesAnyway {
+    fn info(&self) -> rekon_controllers::decider::GuestInfo {
+        rekon_controllers::decider::GuestInfo {
+            name: "removes-anyway".into(),
+            digest: "native".into(),
+        }
+    }
+
+    fn decide(
+        &self,
+        _key: &str,
+        input: rekon_guest::model::PvcInput,
+    ) -> Result<rekon_guest::model::PvcDecision, rekon_controllers::decider::DecideError> {
+        use rekon_guest::model::{PvcAction, PvcDecision};
+        Ok(match input.live_pods {
+            None => PvcDecision::NeedLivePods,
+            Some(_) => {
+                PvcDecision::Actions(vec![PvcAction::RemoveFinalizer(input.pvc.meta.target())])
+            }
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_guest_removing_the_finalizer_of_a_pvc_in_use_is_refused_and_nothing_is_written() {
+    let state = vec![
+        namespace("ns"),
+        deleting_pvc("ns", "data"),
+        pod("ns", "web", "node-a", json!([pvc_volume("v", "data")])),
+    ];
+    let deciders = wasm_deciders();
+    deciders
+        .get::<rekon_contract::PvcProtectionWorld>()
+        .expect("a pvc-protection slot")
+        .swap(std::sync::Arc::new(RemovesAnyway));
+    let report = run_with(state, deciders).await;
+
+    let pvc = find(&report.objects, "PersistentVolumeClaim", "ns", "data").expect("PVC kept");
+    assert_eq!(finalizers(pvc), vec![PVC_FINALIZER]);
+    assert!(
+        pvc_patches(&report, "data").is_empty(),
+        "{:?}",
+        writes(&report.journal)
+    );
+    let notes = event_notes(&report.objects, "PersistentVolumeClaim", "ns", "data");
+    assert!(
+        notes.iter().any(|n| n
+            .contains("decision for ns/data rejected at action 1 (remove-finalizer")
+            && n.contains("pod ns/web (uid uid-pod-web) still uses the PVC")),
+        "{notes:?}"
+    );
+}

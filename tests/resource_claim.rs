@@ -291,3 +291,124 @@ async fn a_claim_without_a_pod_owner_is_never_deleted() {
     report.converged.as_ref().expect("converged");
     assert!(find(&report.objects, "ResourceClaim", "ns", "manual").is_some());
 }
+
+/// A misbehaving guest: decides like the reference guest it wraps, then forges
+/// one more action after the honest ones.
+struct Forging {
+    honest: std::sync::Arc<dyn Decider<ResourceClaimWorld>>,
+}
+
+use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
+use rekon_controllers::decider::{DecideError, Decider, GuestInfo};
+use rekon_guest::model::{ClaimAction, ClaimDecision, PodAction, Target};
+
+impl Decider<ResourceClaimWorld> for Forging {
+    fn info(&self) -> GuestInfo {
+        GuestInfo {
+            name: "forging".into(),
+            digest: "native".into(),
+        }
+    }
+
+    /// Pod key: the honest create, then statuses written to another pod.
+    /// Claim key: the honest release, then a delete of a claim whose owner still runs.
+    fn decide(
+        &self,
+        key: &str,
+        input: ResourceClaimInput,
+    ) -> Result<ResourceClaimDecision, DecideError> {
+        let target = match &input {
+            ResourceClaimInput::Claim(i) => Some(i.claim.meta.target()),
+            ResourceClaimInput::Pod(_) => None,
+        };
+        let mut decision = self.honest.decide(key, input)?;
+        match &mut decision {
+            ResourceClaimDecision::Pod(decision) => {
+                for action in &mut decision.actions {
+                    if let PodAction::SetClaimStatuses(s) = action {
+                        s.pod = Target {
+                            name: "victim".into(),
+                            uid: "uid-pod-victim".into(),
+                            resource_version: s.pod.resource_version.clone(),
+                        };
+                    }
+                }
+            }
+            ResourceClaimDecision::Claim(ClaimDecision::Actions(actions)) => {
+                if !actions.is_empty() {
+                    actions.push(ClaimAction::Delete(target.expect("a claim input")));
+                }
+            }
+            ResourceClaimDecision::Claim(ClaimDecision::NeedLivePods(_)) => {}
+        }
+        Ok(decision)
+    }
+}
+
+fn forging_deciders() -> rekon_simulate::Deciders {
+    let deciders = wasm_deciders();
+    let slot = deciders
+        .get::<ResourceClaimWorld>()
+        .expect("a resource-claim slot");
+    let honest = slot.current();
+    slot.swap(std::sync::Arc::new(Forging { honest }));
+    deciders
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pod_decision_whose_second_action_is_forged_writes_nothing() {
+    let state = vec![
+        namespace("ns"),
+        template("ns", "gpu"),
+        pod_with_template_claims("ns", "web", "", &[("acme", "gpu")]),
+        pod_with_template_claims("ns", "victim", "", &[]),
+    ];
+    let report = run_with(state, forging_deciders()).await;
+
+    // The valid create came first, and still was not sent.
+    let sent: Vec<_> = writes(&report.journal)
+        .into_iter()
+        .filter(|(verb, ..)| !matches!(verb.as_str(), "get" | "list"))
+        .collect();
+    assert!(sent.is_empty(), "{sent:?}");
+    assert!(claims(&report.objects).is_empty());
+    let decided = decisions(&report.journal, "pod:ns/web");
+    assert!(
+        decided[0]["actions"][0]["create-claim"].is_object(),
+        "the first action is a create: {decided:?}"
+    );
+    let notes = event_notes(&report.objects, "Pod", "ns", "web");
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "decision for pod:ns/web rejected at action 2 (set-claim-statuses of pod \"victim\")"
+        )),
+        "{notes:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_decision_with_a_forged_delete_after_a_valid_release_writes_nothing() {
+    // "ghost" is gone (live GET 404): the honest decision drops it, clears the
+    // allocation and the finalizer. The owner still runs: the delete is forged.
+    let owner = pod("ns", "owner", "node-a", json!([]));
+    let mut c = claim("ns", "c", true, &[("ghost", "uid-ghost")]);
+    controlled_by(&mut c, &owner);
+    let report = run_with(vec![namespace("ns"), owner, c], forging_deciders()).await;
+
+    let claim_writes: Vec<_> = writes(&report.journal)
+        .into_iter()
+        .filter(|(verb, r, ..)| r == "resourceclaims" && verb != "get")
+        .collect();
+    assert!(claim_writes.is_empty(), "{claim_writes:?}");
+    let c = find(&report.objects, "ResourceClaim", "ns", "c").expect("claim kept");
+    assert_eq!(c["status"]["reservedFor"][0]["name"], "ghost");
+    assert!(c["status"]["allocation"].is_object());
+    assert_eq!(finalizers(c), vec![CLAIM_FINALIZER]);
+    let notes = event_notes(&report.objects, "ResourceClaim", "ns", "c");
+    assert!(
+        notes.iter().any(|n| n
+            .contains("decision for claim:ns/c rejected at action 3 (delete claim \"c\")")
+            && n.contains("neither replaced nor done")),
+        "{notes:?}"
+    );
+}

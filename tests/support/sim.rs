@@ -242,3 +242,42 @@ pub fn pvcs_left(cluster: &rekon_simulate::EmbeddedCluster) -> usize {
         .filter(|o| o["kind"] == "PersistentVolumeClaim")
         .count()
 }
+
+/// The messages of the Events recorded about the object `kind` `ns/name`
+/// (core/v1 `involvedObject`/`message` or events.k8s.io `regarding`/`note`).
+pub fn event_notes(objects: &[Value], kind: &str, ns: &str, name: &str) -> Vec<String> {
+    objects
+        .iter()
+        .filter(|o| o["kind"] == "Event")
+        .filter_map(|e| {
+            let (about, note) = match e.get("involvedObject") {
+                Some(about) => (about, &e["message"]),
+                None => (&e["regarding"], &e["note"]),
+            };
+            let matches =
+                about["kind"] == kind && about["namespace"] == ns && about["name"] == name;
+            matches.then(|| note.as_str().map(str::to_string)).flatten()
+        })
+        .collect()
+}
+
+/// Runs a simulation with the given deciders and a short settle: a refused
+/// decision is retried with backoff and never converges.
+pub async fn run_with(state: Vec<Value>, deciders: Deciders) -> Report {
+    let settle = Settle {
+        quiet: Duration::from_millis(300),
+        requeue_bound: Duration::from_secs(2),
+        timeout: Duration::from_secs(5),
+    };
+    let journal = Arc::new(Journal::new());
+    simulate(
+        state,
+        vec![],
+        ClusterOptions::default(),
+        settle,
+        deciders,
+        journal,
+    )
+    .await
+    .expect("simulation runs")
+}

@@ -19,4 +19,5 @@ pub mod reconciler;
 pub mod registry;
 pub mod resource_claim;
 pub mod watches;
+pub mod validate;
 pub mod writes;

@@ -12,7 +12,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::Api;
 use kube::api::ListParams;
-use rekon_guest::model::{self, PvcAction, PvcDecision, PvcInput};
+use rekon_guest::model::{self, PvcDecision, PvcInput};
 use serde_json::json;
 
 use rekon_machinery::enqueue::PodEvent;
@@ -26,6 +26,7 @@ use crate::projection::CachedPod;
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::Reconciler;
 use crate::watches::Watches;
+use crate::validate::pvc_protection as validate;
 use crate::writes::{WriteError, Writer};
 use rekon_contract::PvcProtectionWorld;
 
@@ -135,7 +136,7 @@ impl PvcProtection {
         let PvcDecision::Actions(actions) = decision else {
             unreachable!("handled above")
         };
-        let Some(finalizers) = validate(&pvc, &actions)? else {
+        let Some(write) = validate::plan(&key_text, &input, &actions)? else {
             tracing::info!(controller = NAME, key = %key, guest = %guest.name, digest = %guest.digest, decision = "none", "reconciled");
             return Ok(Outcome::Done);
         };
@@ -149,8 +150,8 @@ impl PvcProtection {
                 &key_text,
                 &key.namespace,
                 &key.name,
-                &pvc.meta.resource_version,
-                &finalizers,
+                &write.resource_version,
+                &write.finalizers,
             )
             .await;
         match written {
@@ -211,60 +212,6 @@ fn summarize(input: &PvcInput) -> serde_json::Value {
         "cachedPods": input.cached_pods.iter().map(|p| &p.meta.name).collect::<Vec<_>>(),
         "livePods": input.live_pods.as_ref().map(Vec::len),
     })
-}
-
-/// Checks the guest's actions against the key's PVC and returns the finalizer
-/// list to write, if any. A guest may only touch this PVC's protection finalizer.
-fn validate(
-    pvc: &model::Pvc,
-    actions: &[PvcAction],
-) -> Result<Option<Vec<String>>, ReconcileError> {
-    let [action] = actions else {
-        return if actions.is_empty() {
-            Ok(None)
-        } else {
-            Err(ReconcileError::Rejected(format!(
-                "expected at most one action for PVC {}/{}, got {}",
-                pvc.meta.namespace,
-                pvc.meta.name,
-                actions.len()
-            )))
-        };
-    };
-    let (PvcAction::AddFinalizer(target) | PvcAction::RemoveFinalizer(target)) = action;
-    if *target != pvc.meta.target() {
-        return Err(ReconcileError::Rejected(format!(
-            "action targets {}/{} (uid {}, resourceVersion {}), but the key's PVC is {} (uid {}, resourceVersion {})",
-            pvc.meta.namespace,
-            target.name,
-            target.uid,
-            target.resource_version,
-            pvc.meta.name,
-            pvc.meta.uid,
-            pvc.meta.resource_version
-        )));
-    }
-    let mut finalizers = pvc.meta.finalizers.clone();
-    match action {
-        PvcAction::AddFinalizer(_) => {
-            if pvc.meta.is_deleting() {
-                return Err(ReconcileError::Rejected(
-                    "cannot add a finalizer to a deleting PVC".into(),
-                ));
-            }
-            if finalizers.iter().any(|f| f == FINALIZER) {
-                return Ok(None);
-            }
-            finalizers.push(FINALIZER.to_string());
-        }
-        PvcAction::RemoveFinalizer(_) => {
-            if !finalizers.iter().any(|f| f == FINALIZER) {
-                return Ok(None);
-            }
-            finalizers.retain(|f| f != FINALIZER);
-        }
-    }
-    Ok(Some(finalizers))
 }
 
 type LiveList = Arc<Vec<model::Pod>>;
@@ -461,40 +408,5 @@ mod tests {
             new,
         });
         assert_eq!(keys, vec![ObjectKey::new("ns", "data")]);
-    }
-
-    #[test]
-    fn validation_accepts_only_this_pvcs_finalizer_at_its_version() {
-        let p = pvc(true, &["other", FINALIZER]);
-        let remove = PvcAction::RemoveFinalizer(p.meta.target());
-        assert_eq!(
-            validate(&p, &[remove]).unwrap(),
-            Some(vec!["other".to_string()])
-        );
-
-        let mut stale = p.meta.target();
-        stale.resource_version = "4".into();
-        assert!(validate(&p, &[PvcAction::RemoveFinalizer(stale)]).is_err());
-
-        let mut elsewhere = p.meta.target();
-        elsewhere.uid = "someone-else".into();
-        assert!(validate(&p, &[PvcAction::RemoveFinalizer(elsewhere)]).is_err());
-
-        assert!(
-            validate(&p, &[PvcAction::AddFinalizer(p.meta.target())]).is_err(),
-            "deleting"
-        );
-        let two = vec![PvcAction::RemoveFinalizer(p.meta.target()); 2];
-        assert!(validate(&p, &two).is_err());
-        assert_eq!(validate(&p, &[]).unwrap(), None);
-    }
-
-    #[test]
-    fn validation_adds_the_finalizer_to_a_live_pvc() {
-        let p = pvc(false, &["other"]);
-        assert_eq!(
-            validate(&p, &[PvcAction::AddFinalizer(p.meta.target())]).unwrap(),
-            Some(vec!["other".to_string(), FINALIZER.to_string()])
-        );
     }
 }

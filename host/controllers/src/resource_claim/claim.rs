@@ -5,16 +5,17 @@
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Api;
-use rekon_guest::model::{self, ClaimAction, ClaimDecision, ClaimInput, PodLookup, Reservation};
+use rekon_guest::model::{self, ClaimDecision, ClaimInput, PodLookup, Reservation};
 use serde_json::{Value, json};
 
-use super::{DELETE_PROTECTION_FINALIZER, NAME, ResourceClaimController, consumer_json};
+use super::{NAME, ResourceClaimController, consumer_json};
 use crate::cache::ObjectKey;
 use crate::journal::{Entry, Preconditions};
 use std::sync::Arc;
 
 use crate::decider::Decider;
 use crate::reconcile::{Outcome, ReconcileError};
+use crate::validate::resource_claim::{ClaimWrite, plan_claim};
 use crate::writes::{Deleted, Writer};
 use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
 
@@ -44,18 +45,22 @@ impl ResourceClaimController {
             journal: self.ctx.journal.clone(),
             controller: NAME,
         };
-        // The claim as this decision's writes leave it; later actions are checked
-        // against it and carry the resourceVersion the previous write returned.
+        // The claim as this decision's writes leave it; later writes carry the
+        // resourceVersion the previous one returned.
         let mut current = claim.as_ref().clone();
+        // The whole decision is validated before its first write.
+        let plan = plan_claim(&key_text, &input, &actions)?;
         let mut writes = 0;
-        for action in &actions {
-            validate_claim_action(&claim, &current, action)?;
-            match action {
-                ClaimAction::UpdateStatus(update) => {
+        for write in plan {
+            match write {
+                ClaimWrite::Status {
+                    reserved_for,
+                    clear_allocation,
+                } => {
                     let mut status = json!({
-                        "reservedFor": update.reserved_for.iter().map(consumer_json).collect::<Vec<_>>()
+                        "reservedFor": reserved_for.iter().map(consumer_json).collect::<Vec<_>>()
                     });
-                    if update.clear_allocation {
+                    if clear_allocation {
                         status["allocation"] = Value::Null;
                     }
                     let stored: ResourceClaim = writer
@@ -69,12 +74,12 @@ impl ResourceClaimController {
                         .await?;
                     current = crate::projection::claim(&stored);
                 }
-                ClaimAction::RemoveFinalizer(removal) => {
+                ClaimWrite::RemoveFinalizer(finalizer) => {
                     let finalizers: Vec<String> = current
                         .meta
                         .finalizers
                         .iter()
-                        .filter(|f| **f != removal.finalizer)
+                        .filter(|f| **f != finalizer)
                         .cloned()
                         .collect();
                     let stored: ResourceClaim = writer
@@ -88,7 +93,7 @@ impl ResourceClaimController {
                         .await?;
                     current = crate::projection::claim(&stored);
                 }
-                ClaimAction::Delete(_) => {
+                ClaimWrite::Delete => {
                     let outcome = writer
                         .delete::<ResourceClaim>(
                             &key_text,
@@ -230,79 +235,4 @@ fn summarize(input: &ClaimInput) -> Value {
         })).collect::<Vec<_>>(),
         "ownerPod": input.owner_pod.as_ref().map(|p| &p.meta.name),
     })
-}
-
-fn rejected(message: String) -> ReconcileError {
-    ReconcileError::Rejected(message)
-}
-
-/// A claim decision may only shrink this claim's `reservedFor`, release its
-/// allocation and builtin finalizer once nobody uses it, and delete it when it is
-/// a generated claim nobody uses — never a claim reserved for a pod.
-fn validate_claim_action(
-    seen: &model::ResourceClaim,
-    current: &model::ResourceClaim,
-    action: &ClaimAction,
-) -> Result<(), ReconcileError> {
-    let target = match action {
-        ClaimAction::UpdateStatus(u) => &u.claim,
-        ClaimAction::RemoveFinalizer(r) => &r.claim,
-        ClaimAction::Delete(t) => t,
-    };
-    if *target != seen.meta.target() {
-        return Err(rejected(format!(
-            "action targets claim {} (uid {}, resourceVersion {}), not the key's claim at the version seen",
-            target.name, target.uid, target.resource_version
-        )));
-    }
-    match action {
-        ClaimAction::UpdateStatus(update) => {
-            let mut remaining = current.reserved_for.iter();
-            if !update
-                .reserved_for
-                .iter()
-                .all(|c| remaining.any(|r| r == c))
-            {
-                return Err(rejected(
-                    "reservedFor may only lose entries, in order".into(),
-                ));
-            }
-            if update.clear_allocation && !update.reserved_for.is_empty() {
-                return Err(rejected(
-                    "the allocation of a reserved claim cannot be cleared".into(),
-                ));
-            }
-            Ok(())
-        }
-        ClaimAction::RemoveFinalizer(removal) => {
-            if removal.finalizer != DELETE_PROTECTION_FINALIZER {
-                return Err(rejected(format!(
-                    "a claim decision may only remove {DELETE_PROTECTION_FINALIZER}"
-                )));
-            }
-            if current.allocated || !current.reserved_for.is_empty() {
-                return Err(rejected(
-                    "the builtin finalizer stays while the claim is allocated or reserved".into(),
-                ));
-            }
-            Ok(())
-        }
-        ClaimAction::Delete(_) => {
-            if !current.reserved_for.is_empty() {
-                return Err(rejected(
-                    "a claim reserved for a pod is never deleted".into(),
-                ));
-            }
-            let controlled_by_pod = current
-                .meta
-                .controller()
-                .is_some_and(|o| o.is_pod_controller());
-            if !controlled_by_pod {
-                return Err(rejected(
-                    "only claims controlled by a pod are deleted".into(),
-                ));
-            }
-            Ok(())
-        }
-    }
 }
