@@ -165,7 +165,7 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         (
             "claim.wasm",
             &claim,
-            Some("does not export rekon:reconcile/pvc-decider@0.1.0"),
+            Some("does not export any of rekon:reconcile/pvc-decider@0.2.0"),
         ),
         ("core.wasm", &core, Some("not a component")),
         (

@@ -374,7 +374,7 @@ async fn a_pod_decision_whose_second_action_is_forged_writes_nothing() {
     assert!(claims(&report.objects).is_empty());
     let decided = decisions(&report.journal, "pod:ns/web");
     assert!(
-        decided[0]["actions"][0]["create-claim"].is_object(),
+        decided[0]["pod"]["actions"][0]["create-claim"].is_object(),
         "the first action is a create: {decided:?}"
     );
     let notes = event_notes(&report.objects, "Pod", "ns", "web");

@@ -90,7 +90,7 @@ fn versions_of_different_worlds_are_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("does not export rekon:reconcile/pvc-decider@0.1.0"),
+        stderr.contains("does not export any of rekon:reconcile/pvc-decider@0.2.0"),
         "{stderr}"
     );
 }

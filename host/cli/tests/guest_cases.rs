@@ -220,8 +220,8 @@ fn wrong_world_is_rejected_listing_exports() {
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains(&format!(
-            "{}: does not export rekon:reconcile/claim-decider@0.1.0; it exports \
-             rekon:reconcile/pvc-decider@0.1.0",
+            "{}: does not export any of rekon:reconcile/claim-decider@0.2.0, \
+             rekon:reconcile/claim-decider@0.1.0; it exports rekon:reconcile/pvc-decider@0.2.0",
             guest.display()
         )),
         "{stderr}"

@@ -160,7 +160,7 @@ async fn bad_modules_are_refused_and_the_old_version_keeps_serving() {
         ),
         (
             pvc_config("claim.wasm", &wrong_world, ""),
-            "does not export rekon:reconcile/pvc-decider@0.1.0",
+            "does not export any of rekon:reconcile/pvc-decider@0.2.0, rekon:reconcile/pvc-decider@0.1.0",
         ),
         (
             pvc_config("core.wasm", &core, ""),
