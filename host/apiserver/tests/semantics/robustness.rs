@@ -146,3 +146,29 @@ async fn a_body_over_the_request_limit_is_refused() {
     assert_eq!(reply.code, 413, "{:?}", reply.body);
     still_serving(&t).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_history_is_bounded_by_bytes() {
+    let limit = 16 << 20;
+    let t = start(rekon_apiserver::ServerConfig::new().history_bytes(limit)).await;
+    let mut big = configmap("big");
+    big["data"]["k"] = json!("x".repeat(1_900_000));
+    let created = t.post(CM, big).await;
+    assert_eq!(created.code, 201);
+    for i in 0..40 {
+        let patch = json!({"metadata": {"labels": {"i": i.to_string()}}});
+        assert_eq!(t.patch(&format!("{CM}/big"), MERGE, patch).await.code, 200);
+    }
+    let held = t.server.store().history_bytes();
+    assert!(held <= limit, "history holds {held} bytes");
+    // A watch from before the kept history gets the in-stream 410.
+    let events = t
+        .watch(
+            &format!("{CM}?watch=true&resourceVersion={}", created.rv()),
+            1,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!(event_types(&events), ["ERROR"]);
+    assert_eq!(events[0]["object"]["code"], 410);
+}
