@@ -195,6 +195,19 @@ impl Objects {
             })
     }
 
+    /// Objects of a storage resource (in one namespace, if given) as stored, without copies:
+    /// for scans that look at every object and keep few of them.
+    pub fn iter_stored(
+        &self,
+        storage: ResourceId,
+        namespace: Option<&str>,
+    ) -> impl Iterator<Item = (&ObjectKey, &Value)> {
+        let start = ObjectKey::new(storage, namespace.unwrap_or(""), "");
+        self.objects.range(start..).take_while(move |(k, _)| {
+            k.resource == storage && namespace.is_none_or(|ns| k.namespace == ns)
+        })
+    }
+
     /// Every stored object, in its storage shape.
     pub fn iter_all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
         self.objects.iter()
