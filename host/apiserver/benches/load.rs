@@ -106,11 +106,12 @@ fn main() {
         let listed = pods.list(&ListParams::default()).await.unwrap();
         println!("list of {} pods: {:?}", listed.items.len(), started.elapsed());
 
-        let mut watchers = Vec::new();
-        watchers.push(tokio::spawn(watch_all(Api::<Pod>::all(client.clone()))));
-        watchers.push(tokio::spawn(watch_all(Api::<PersistentVolumeClaim>::all(client.clone()))));
-        watchers.push(tokio::spawn(watch_all(Api::<ConfigMap>::all(client.clone()))));
-        watchers.push(tokio::spawn(watch_all(Api::<Pod>::namespaced(client.clone(), "load"))));
+        let watchers = vec![
+            tokio::spawn(watch_all(Api::<Pod>::all(client.clone()))),
+            tokio::spawn(watch_all(Api::<PersistentVolumeClaim>::all(client.clone()))),
+            tokio::spawn(watch_all(Api::<ConfigMap>::all(client.clone()))),
+            tokio::spawn(watch_all(Api::<Pod>::namespaced(client.clone(), "load"))),
+        ];
         tokio::time::sleep(Duration::from_millis(500)).await;
 
         let started = Instant::now();
