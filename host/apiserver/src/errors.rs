@@ -322,13 +322,22 @@ impl ApiError {
         )
     }
 
-    pub fn unsupported_body(content_type: &str) -> Self {
+    /// A body in a media type (or of a protobuf kind) this server does not decode.
+    pub fn unsupported_body(content_type: &str, why: &str) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {content_type:?} (the rekon embedded API server does not decode protobuf)"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {content_type:?}: {why}"
             ),
+        )
+    }
+
+    pub fn request_entity_too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
         )
     }
 

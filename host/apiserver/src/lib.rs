@@ -63,7 +63,7 @@ pub enum Error {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     seed: u64,
-    history_limit: usize,
+    history: store::HistoryLimits,
     garbage_collector: bool,
     kubelet: KubeletMode,
     pvc_protection_admission: bool,
@@ -82,7 +82,7 @@ impl ServerConfig {
     pub fn new() -> Self {
         ServerConfig {
             seed: 0,
-            history_limit: 10_000,
+            history: store::HistoryLimits::default(),
             garbage_collector: false,
             kubelet: KubeletMode::Off,
             pvc_protection_admission: false,
@@ -100,7 +100,14 @@ impl ServerConfig {
 
     /// How many events the watch history keeps; older starts get the in-stream 410.
     pub fn history_limit(mut self, events: usize) -> Self {
-        self.history_limit = events;
+        self.history.events = events.max(1);
+        self
+    }
+
+    /// How many bytes (serialized objects) the watch history keeps, 64 MiB by default;
+    /// the oldest events are compacted first.
+    pub fn history_bytes(mut self, bytes: usize) -> Self {
+        self.history.bytes = bytes;
         self
     }
 
@@ -156,7 +163,7 @@ impl ApiServer {
             .local_addr()
             .map_err(|source| Error::Bind { addr, source })?;
         let store = Store::new(registry::StoreSettings {
-            history_limit: config.history_limit,
+            history: config.history,
             seed: config.seed,
             pvc_protection_admission: config.pvc_protection_admission,
         });

@@ -1,5 +1,7 @@
 //! Object storage: objects keyed by (resource, namespace, name), one global resourceVersion
 //! counter shared by every kind (row 1), and the bounded event history watches read (rows 16, 19).
+//! The history is bounded by event count and by the bytes its objects take, so a few large
+//! objects written often cannot hold gigabytes of old versions.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -80,6 +82,8 @@ pub struct WatchEvent {
     /// and consistent list pages rebuild older states from it.
     pub previous: Option<Value>,
     pub at: Instant,
+    /// Serialized size of `object` and `previous`, what the history's byte bound counts.
+    pub bytes: usize,
 }
 
 impl WatchEvent {
@@ -116,18 +120,43 @@ pub struct Objects {
     /// A watch from resourceVersion N is served iff N >= floor: every event after the floor is
     /// still in the history.
     floor: u64,
-    history_limit: usize,
+    limits: HistoryLimits,
+    /// Sum of `bytes` over the history.
+    history_bytes: usize,
+}
+
+/// How much watch history is kept; the oldest events go first. The newest event is always
+/// kept, however large, so a big write does not expire every watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryLimits {
+    pub events: usize,
+    pub bytes: usize,
+}
+
+impl Default for HistoryLimits {
+    fn default() -> Self {
+        HistoryLimits {
+            events: 10_000,
+            bytes: 64 << 20,
+        }
+    }
 }
 
 impl Objects {
-    pub fn new(history_limit: usize) -> Self {
+    pub fn new(limits: HistoryLimits) -> Self {
         Objects {
             objects: BTreeMap::new(),
             rv: 0,
             history: VecDeque::new(),
             floor: 0,
-            history_limit: history_limit.max(1),
+            limits,
+            history_bytes: 0,
         }
+    }
+
+    /// Serialized bytes of the objects the watch history holds.
+    pub fn history_bytes(&self) -> usize {
+        self.history_bytes
     }
 
     pub fn current_rv(&self) -> u64 {
@@ -164,6 +193,19 @@ impl Objects {
                     conversion::from_storage(resource, v.clone()),
                 )
             })
+    }
+
+    /// Objects of a storage resource (in one namespace, if given) as stored, without copies:
+    /// for scans that look at every object and keep few of them.
+    pub fn iter_stored(
+        &self,
+        storage: ResourceId,
+        namespace: Option<&str>,
+    ) -> impl Iterator<Item = (&ObjectKey, &Value)> {
+        let start = ObjectKey::new(storage, namespace.unwrap_or(""), "");
+        self.objects.range(start..).take_while(move |(k, _)| {
+            k.resource == storage && namespace.is_none_or(|ns| k.namespace == ns)
+        })
     }
 
     /// Every stored object, in its storage shape.
@@ -214,6 +256,7 @@ impl Objects {
         object: Value,
         previous: Option<Value>,
     ) {
+        let bytes = serialized_len(&object) + previous.as_ref().map_or(0, serialized_len);
         self.history.push_back(Arc::new(WatchEvent {
             rv: self.rv,
             key,
@@ -221,10 +264,15 @@ impl Objects {
             object,
             previous,
             at: Instant::now(),
+            bytes,
         }));
-        while self.history.len() > self.history_limit {
+        self.history_bytes += bytes;
+        while self.history.len() > 1
+            && (self.history.len() > self.limits.events || self.history_bytes > self.limits.bytes)
+        {
             if let Some(dropped) = self.history.pop_front() {
                 self.floor = dropped.rv;
+                self.history_bytes -= dropped.bytes;
             }
         }
     }
@@ -245,6 +293,7 @@ impl Objects {
     /// Forgets the history: watches and continue tokens from before now expire (410).
     pub fn compact(&mut self) {
         self.history.clear();
+        self.history_bytes = 0;
         self.floor = self.rv;
     }
 
@@ -277,11 +326,35 @@ impl Objects {
     }
 }
 
+/// Length of `value` as compact JSON, without building the text.
+fn serialized_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::resources;
     use serde_json::json;
+
+    fn events(events: usize) -> HistoryLimits {
+        HistoryLimits {
+            events,
+            ..HistoryLimits::default()
+        }
+    }
 
     fn cm(name: &str, v: &str) -> Value {
         json!({"metadata": {"name": name, "namespace": "d"}, "data": {"v": v}})
@@ -290,7 +363,7 @@ mod tests {
     #[test]
     fn one_global_counter_and_ordered_events() {
         let cms = resources::by_plural("", "configmaps").unwrap();
-        let mut objs = Objects::new(100);
+        let mut objs = Objects::new(events(100));
         let k = ObjectKey::new(cms, "d", "a");
         objs.put(k.clone(), cm("a", "1"));
         objs.put(k.clone(), cm("a", "2"));
@@ -312,7 +385,7 @@ mod tests {
     #[test]
     fn bounded_history_expires_old_watches() {
         let cms = resources::by_plural("", "configmaps").unwrap();
-        let mut objs = Objects::new(2);
+        let mut objs = Objects::new(events(2));
         for i in 0..5 {
             objs.put(ObjectKey::new(cms, "d", &format!("c{i}")), cm("c", "x"));
         }
@@ -330,9 +403,42 @@ mod tests {
     }
 
     #[test]
+    fn history_is_bounded_by_bytes() {
+        let cms = resources::by_plural("", "configmaps").unwrap();
+        let limit = 8 << 20;
+        let mut objs = Objects::new(HistoryLimits {
+            events: 10_000,
+            bytes: limit,
+        });
+        let big = "x".repeat(1_900_000);
+        let key = ObjectKey::new(cms, "d", "big");
+        objs.put(key.clone(), cm("big", &big));
+        let first = objs.current_rv();
+        for i in 0..20 {
+            let mut obj = cm("big", &big);
+            obj["metadata"]["labels"] = json!({"i": i.to_string()});
+            objs.put(key.clone(), obj);
+        }
+        // Each event holds two ~1.9 MB versions: two of them fit in 8 MiB.
+        assert!(objs.history_bytes() <= limit, "{}", objs.history_bytes());
+        assert_eq!(objs.events_since(objs.current_rv() - 2).unwrap().len(), 2);
+        assert!(
+            objs.events_since(first).is_err(),
+            "old starts are compacted"
+        );
+        // A single event over the bound is kept: watchers that are caught up stay valid.
+        let mut tiny = Objects::new(HistoryLimits {
+            events: 10,
+            bytes: 1,
+        });
+        tiny.put(key.clone(), cm("big", "v"));
+        assert_eq!(tiny.events_since(0).unwrap().len(), 1);
+    }
+
+    #[test]
     fn state_at_undoes_newer_events() {
         let cms = resources::by_plural("", "configmaps").unwrap();
-        let mut objs = Objects::new(100);
+        let mut objs = Objects::new(events(100));
         let a = ObjectKey::new(cms, "d", "a");
         let b = ObjectKey::new(cms, "d", "b");
         objs.put(a.clone(), cm("a", "1"));

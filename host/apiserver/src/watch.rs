@@ -2,6 +2,7 @@
 //! old and new state, bookmarks, streaming lists, `timeoutSeconds`, and the in-stream 410 when
 //! the history no longer covers the start.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,8 +43,13 @@ struct Sink {
 impl Sink {
     /// False when the client has gone.
     async fn send(&self, event_type: &str, object: &Value) -> bool {
-        let mut line =
-            serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            #[serde(rename = "type")]
+            event_type: &'a str,
+            object: &'a Value,
+        }
+        let mut line = serde_json::to_vec(&Line { event_type, object }).unwrap_or_default();
         line.push(b'\n');
         self.tx.send(Bytes::from(line)).await.is_ok()
     }
@@ -59,12 +65,24 @@ fn bookmark(resource: ResourceId, rv: u64, initial_events_end: bool) -> Value {
 }
 
 /// The event a watcher with these selectors sees for `event`, if any: an object entering the
-/// selector is ADDED, one leaving it is DELETED (with the new resourceVersion).
-fn visible_event(req: &WatchRequest, event: &WatchEvent) -> Option<(EventType, Value)> {
+/// selector is ADDED, one leaving it is DELETED (with the new resourceVersion). Borrowed from
+/// the history unless the resource is served in another shape than it is stored.
+fn visible_event<'a>(
+    req: &WatchRequest,
+    event: &'a WatchEvent,
+) -> Option<(EventType, Cow<'a, Value>)> {
     if !event.concerns(req.resource, req.namespace.as_deref()) {
         return None;
     }
-    let (object, previous) = event.served_as(req.resource);
+    let (object, previous) = if req.resource.storage() == req.resource {
+        (
+            Cow::Borrowed(&event.object),
+            event.previous.as_ref().map(Cow::Borrowed),
+        )
+    } else {
+        let (object, previous) = event.served_as(req.resource);
+        (Cow::Owned(object), previous.map(Cow::Owned))
+    };
     let new_matches = req.selectors.matches(&object);
     match event.event_type {
         EventType::Added => new_matches.then_some((EventType::Added, object)),
@@ -75,9 +93,9 @@ fn visible_event(req: &WatchRequest, event: &WatchEvent) -> Option<(EventType, V
                 (true, true) => Some((EventType::Modified, object)),
                 (false, true) => Some((EventType::Added, object)),
                 (true, false) => {
-                    let mut gone = previous.unwrap_or_default();
+                    let mut gone = previous.map(Cow::into_owned).unwrap_or_default();
                     crate::meta::set_resource_version(&mut gone, event.rv);
-                    Some((EventType::Deleted, gone))
+                    Some((EventType::Deleted, Cow::Owned(gone)))
                 }
                 (false, false) => None,
             }

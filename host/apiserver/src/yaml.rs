@@ -1,4 +1,5 @@
-//! Multi-document YAML manifests (seed state for `rekon apiserver --state`).
+//! YAML: request bodies, and multi-document manifests (seed state for `rekon apiserver
+//! --state`).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -12,6 +13,35 @@ pub enum YamlError {
     },
     #[error("YAML document {index} is not an object")]
     NotAnObject { index: usize },
+}
+
+/// A YAML (or JSON, its subset) request body. JSON bodies skip the YAML parser, as upstream's
+/// serializer does: clients such as `kubectl apply --server-side` send JSON under a YAML
+/// media type, and libyaml is far slower than a JSON parser on large documents.
+pub fn from_slice(body: &[u8]) -> Result<Value, serde_yaml::Error> {
+    if looks_like_json(body)
+        && let Ok(value) = serde_json::from_slice(body)
+    {
+        return Ok(value);
+    }
+    serde_yaml::from_slice(body)
+}
+
+/// First non-space byte is `{` (what `utilyaml.IsJSONBuffer` checks).
+fn looks_like_json(body: &[u8]) -> bool {
+    body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// "an object", "a list" ... for messages about bodies of the wrong shape.
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Objects of every document; a `kind: List` (or `...List` with `items`) is expanded; empty
@@ -42,6 +72,42 @@ pub fn load_yaml_documents(text: &str) -> Result<Vec<Value>, YamlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ~100 KB ConfigMap manifests of different shapes: how long one parse takes.
+    #[test]
+    fn large_bodies_parse_fast() {
+        let value = |len: usize| "x".repeat(len);
+        let block = |keys: usize| {
+            let mut text =
+                String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n");
+            for k in 0..keys {
+                text.push_str(&format!("  k{k}: {}\n", value(100_000 / keys)));
+            }
+            text
+        };
+        let json = |keys: usize| {
+            let data: serde_json::Map<String, Value> = (0..keys)
+                .map(|k| (format!("k{k}"), Value::String(value(100_000 / keys))))
+                .collect();
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": data}).to_string()
+        };
+        for (shape, text) in [
+            ("block 1 key", block(1)),
+            ("block 5000 keys", block(5000)),
+            ("json 1 key", json(1)),
+            ("json 5000 keys", json(5000)),
+        ] {
+            let started = std::time::Instant::now();
+            let parsed = from_slice(text.as_bytes()).unwrap();
+            let took = started.elapsed();
+            eprintln!("{shape}: {} bytes in {took:?}", text.len());
+            assert_eq!(parsed["metadata"]["name"], "a", "{shape}");
+            assert!(
+                took < std::time::Duration::from_millis(300),
+                "{shape}: {took:?}"
+            );
+        }
+    }
 
     #[test]
     fn documents_and_lists() {

@@ -23,7 +23,7 @@ pub async fn run(store: Store, mode: KubeletMode, shutdown: CancellationToken) {
     loop {
         let now = Instant::now();
         let terminating = store.read(|objs| {
-            objs.iter_resource(resources::pods(), None)
+            objs.iter_stored(resources::pods(), None)
                 .filter(|(_, pod)| {
                     meta::is_deleting(pod)
                         && meta::deletion_grace_period(pod).unwrap_or(0) > 0
@@ -32,7 +32,7 @@ pub async fn run(store: Store, mode: KubeletMode, shutdown: CancellationToken) {
                             .and_then(|n| n.as_str())
                             .is_some_and(|n| !n.is_empty())
                 })
-                .map(|(key, pod)| (key, meta::uid(&pod).to_string()))
+                .map(|(key, pod)| (key.clone(), meta::uid(pod).to_string()))
                 .collect::<Vec<_>>()
         });
         seen.retain(|uid, _| terminating.iter().any(|(_, u)| u == uid));

@@ -5,13 +5,15 @@ mod handlers;
 mod openapi;
 mod params;
 pub mod path;
+mod protobuf;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
@@ -22,6 +24,9 @@ use crate::errors::ApiError;
 use crate::faults::FaultInjector;
 use crate::registry::Store;
 use handlers::json_response;
+
+/// Upstream's `MaxRequestBodyBytes`: larger bodies get 413 before they are parsed.
+pub const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// State shared by all requests.
 pub struct App {
@@ -74,6 +79,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/apis/{group}", get(group))
         .route("/apis/{group}/{version}", get(group_version))
         .fallback(resource)
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY_BYTES))
         .with_state(app)
 }
 
@@ -107,7 +113,13 @@ async fn resource(
     uri: Uri,
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    handlers::handle(app, method, &uri, headers, params::Params(query), body).await
+    match body {
+        Ok(body) => handlers::handle(app, method, &uri, headers, params::Params(query), body).await,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::request_entity_too_large(MAX_REQUEST_BODY_BYTES).into_response()
+        }
+        Err(rejection) => ApiError::bad_request(rejection.body_text()).into_response(),
+    }
 }

@@ -6,8 +6,12 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::Value;
 
+use super::protobuf::{self, ProtobufError};
 use crate::errors::{ApiError, Cause};
 use crate::registry::{DeleteOptions, PropagationPolicy};
+
+/// The longest watch a client can ask for: a year.
+pub const MAX_WATCH_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 #[derive(Debug, Default)]
 pub struct Params(pub HashMap<String, String>);
@@ -35,32 +39,44 @@ impl Params {
             .transpose()
     }
 
+    /// `timeoutSeconds`, at most [`MAX_WATCH_TIMEOUT`] (deadlines past it would overflow).
     pub fn timeout(&self) -> Result<Option<Duration>, ApiError> {
         Ok(self
             .number("timeoutSeconds")?
-            .map(|s| Duration::from_secs(s.max(0) as u64)))
+            .map(|s| Duration::from_secs(s.max(0) as u64).min(MAX_WATCH_TIMEOUT)))
     }
 }
 
-/// A create/update body: JSON, or YAML when the client says so.
+/// A create/update body: JSON, YAML or Kubernetes protobuf, as the Content-Type says.
 pub fn parse_object_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     let content_type = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
-    if content_type.contains("protobuf") || content_type.contains("cbor") {
-        // Typed clientsets (e.g. `kubectl create configmap`) send protobuf; only JSON and YAML
-        // bodies are understood here.
-        return Err(ApiError::unsupported_body(content_type));
-    }
-    if content_type.contains("yaml") {
-        return serde_yaml::from_slice(body)
-            .map_err(|err| ApiError::bad_request(format!("couldn't decode YAML body: {err}")));
-    }
-    serde_json::from_slice(body).map_err(|err| {
-        ApiError::bad_request(format!(
-            "couldn't get version/kind; json parse error: {err}"
-        ))
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    // Shapes other than objects are refused by `prepare::decode` with upstream's message.
+    Ok(match media {
+        "application/vnd.kubernetes.protobuf" => {
+            protobuf::decode(body).map_err(|err| match err {
+                ProtobufError::UnsupportedKind { .. } | ProtobufError::Encoding(_) => {
+                    ApiError::unsupported_body(content_type, &err.to_string())
+                }
+                _ => ApiError::bad_request(format!("couldn't decode protobuf body: {err}")),
+            })?
+        }
+        _ if media.contains("protobuf") || media.contains("cbor") => {
+            return Err(ApiError::unsupported_body(
+                content_type,
+                "the rekon embedded API server decodes only application/json, application/yaml and application/vnd.kubernetes.protobuf",
+            ));
+        }
+        _ if media.contains("yaml") => crate::yaml::from_slice(body)
+            .map_err(|err| ApiError::bad_request(format!("couldn't decode YAML body: {err}")))?,
+        _ => serde_json::from_slice(body).map_err(|err| {
+            ApiError::bad_request(format!(
+                "couldn't get version/kind; json parse error: {err}"
+            ))
+        })?,
     })
 }
 

@@ -36,8 +36,16 @@ impl PatchType {
 /// Parses a patch body (JSON, or YAML for apply).
 pub fn parse_body(patch_type: PatchType, body: &[u8]) -> Result<Value, ApiError> {
     if patch_type == PatchType::Apply {
-        return serde_yaml::from_slice(body)
-            .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")));
+        let config = crate::yaml::from_slice(body)
+            .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))?;
+        // Upstream unmarshals the configuration into a map: anything else is a bad request.
+        if !config.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "error decoding YAML: an apply configuration must be an object, found {}",
+                crate::yaml::type_name(&config)
+            )));
+        }
+        return Ok(config);
     }
     serde_json::from_slice(body)
         .map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}")))
@@ -50,12 +58,26 @@ pub fn apply_patch(
     current: &Value,
     patch: &Value,
 ) -> Result<Value, ApiError> {
-    match patch_type {
-        PatchType::Json => json::apply(current, patch),
-        PatchType::Merge => Ok(merge::apply(current, patch)),
-        PatchType::Strategic => strategic::apply(kind, current, patch),
-        PatchType::Apply => Err(ApiError::internal(
-            "server-side apply goes through patch::apply",
-        )),
+    let patched = match patch_type {
+        PatchType::Json => json::apply(current, patch)?,
+        // evanphx/json-patch refuses a merge patch that is not an object (ErrBadJSONPatch, 400).
+        PatchType::Merge if !patch.is_object() => {
+            return Err(ApiError::bad_request("Invalid JSON Patch"));
+        }
+        PatchType::Merge => merge::apply(current, patch),
+        PatchType::Strategic => strategic::apply(kind, current, patch)?,
+        PatchType::Apply => {
+            return Err(ApiError::internal(
+                "server-side apply goes through patch::apply",
+            ));
+        }
+    };
+    // A JSON patch may replace the whole document (`"path": ""`) with a non-object.
+    if !patched.is_object() {
+        return Err(ApiError::patch_failed(format!(
+            "the patched object is {}",
+            crate::yaml::type_name(&patched)
+        )));
     }
+    Ok(patched)
 }

@@ -25,7 +25,7 @@ use crate::errors::ApiError;
 use crate::meta;
 use crate::patch::{self, PatchType, apply::ApplyRequest};
 use crate::resources::{self, ResourceId};
-use crate::store::{ObjectKey, Objects, TooOld, WatchEvent};
+use crate::store::{HistoryLimits, ObjectKey, Objects, TooOld, WatchEvent};
 
 /// Errors of the in-process store API (seeding).
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +48,7 @@ pub enum StoreError {
 /// Behaviour of the registry that the server configuration decides.
 #[derive(Debug, Clone)]
 pub struct StoreSettings {
-    pub history_limit: usize,
+    pub history: HistoryLimits,
     pub seed: u64,
     /// `StorageObjectInUseProtection` admission: PVCs get `kubernetes.io/pvc-protection` on create.
     pub pvc_protection_admission: bool,
@@ -196,7 +196,7 @@ impl Store {
         let (changes, _) = watch::channel(0);
         let store = Store {
             shared: Arc::new(Shared {
-                objects: Mutex::new(Objects::new(settings.history_limit)),
+                objects: Mutex::new(Objects::new(settings.history)),
                 changes,
                 name_rng: Mutex::new(ChaCha8Rng::seed_from_u64(settings.seed)),
                 uid_rng: Mutex::new(ChaCha8Rng::seed_from_u64(settings.seed ^ 0x005e_ed0f_01d5)),
@@ -281,6 +281,11 @@ impl Store {
     /// a continue token from before gets 410.
     pub fn compact(&self) {
         self.lock().compact();
+    }
+
+    /// Serialized bytes the watch history holds (bounded by `ServerConfig::history_bytes`).
+    pub fn history_bytes(&self) -> usize {
+        self.lock().history_bytes()
     }
 
     /// Notified with the newest resourceVersion after every write.

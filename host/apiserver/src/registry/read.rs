@@ -96,9 +96,7 @@ pub fn list(
         }
         None => (
             objs.current_rv(),
-            objs.iter_resource(resource, namespace)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            objs.iter_resource(resource, namespace).collect(),
         ),
     };
     let start_after = token

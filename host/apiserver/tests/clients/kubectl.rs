@@ -216,3 +216,52 @@ async fn kubectl_create_get_patch_delete_apply_watch() {
         .unwrap();
     assert!(!waited.status.success(), "the PVC is held by its finalizer");
 }
+
+/// kubectl's typed generators send protobuf bodies; the server decodes them and answers JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_typed_generators_send_protobuf() {
+    let t = start(ServerConfig::new()).await;
+    let kubectl = Kubectl::new(&t);
+    let store = t.server.store();
+    let configmaps = resources::by_plural("", "configmaps").unwrap();
+
+    let out = kubectl.run(&["create", "namespace", "x"]).await;
+    assert!(out.contains("namespace/x created"), "{out}");
+    let out = kubectl
+        .run(&[
+            "create",
+            "configmap",
+            "c",
+            "-n",
+            "x",
+            "--from-literal=a=b",
+            "--from-literal=empty=",
+        ])
+        .await;
+    assert!(out.contains("configmap/c created"), "{out}");
+    // Bytes that are not UTF-8 go to binaryData.
+    let blob = kubectl.dir.path().join("blob");
+    std::fs::write(&blob, [0xff, 0x00, 0x01]).unwrap();
+    let from_file = format!("--from-file=blob={}", blob.display());
+    kubectl
+        .run(&["create", "configmap", "bin", "-n", "x", &from_file])
+        .await;
+    let stored = store.get(configmaps, "x", "bin").unwrap();
+    assert_eq!(stored["binaryData"], serde_json::json!({"blob": "/wAB"}));
+
+    let ns: Value =
+        serde_json::from_str(&kubectl.run(&["get", "namespace", "x", "-o", "json"]).await).unwrap();
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert!(!ns["metadata"]["uid"].as_str().unwrap_or("").is_empty());
+    let cm: Value = serde_json::from_str(
+        &kubectl
+            .run(&["get", "configmap", "c", "-n", "x", "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(cm["data"], serde_json::json!({"a": "b", "empty": ""}));
+    assert_eq!(
+        store.get(resources::namespaces(), "", "x").unwrap()["metadata"]["name"],
+        "x"
+    );
+}

@@ -8,5 +8,6 @@ mod support;
 mod deletes;
 mod patches;
 mod reads;
+mod robustness;
 mod watches;
 mod writes;

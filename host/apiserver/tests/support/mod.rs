@@ -100,6 +100,34 @@ impl TestServer {
         }
     }
 
+    /// A request with a body sent as given (YAML, protobuf, malformed JSON).
+    pub async fn request_bytes(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Reply {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", content_type)
+            .body(kube::client::Body::from(body))
+            .unwrap();
+        let response = self.raw.send(request).await.expect("request is answered");
+        let code = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect_bytes()
+            .await
+            .expect("body is read");
+        Reply {
+            code,
+            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            retry_after: None,
+        }
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         self.request(Method::GET, path, "application/json", None)
             .await
