@@ -11,7 +11,8 @@
 //! - `SCALE_MAX_N` (default 50000): skip rows with more objects;
 //! - `SCALE_WORKLOADS` (comma list of workload names, default all);
 //! - `SCALE_DECIDERS` (`wasm,native` by default);
-//! - `SCALE_TIMEOUT` seconds per row (default 600).
+//! - `SCALE_TIMEOUT` seconds per row (default 600);
+//! - `SCALE_SERVER_GC=1`: run the embedded cluster's garbage collector and kubelet too.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -74,9 +75,16 @@ impl Workload {
         if self == Self::Release100Ns { 100 } else { 1 }
     }
 
-    fn options(self) -> ClusterOptions {
+    /// No workload needs the embedded cluster's garbage collector or kubelet; both
+    /// scan every object on every change, so they are off unless `SCALE_SERVER_GC=1`.
+    fn options(self, cluster_controllers: bool) -> ClusterOptions {
         ClusterOptions {
-            kubelet: KubeletMode::Instant,
+            garbage_collector: cluster_controllers,
+            kubelet: if cluster_controllers {
+                KubeletMode::Instant
+            } else {
+                KubeletMode::Off
+            },
             pvc_protection_admission: self != Self::Protect,
             ..ClusterOptions::default()
         }
@@ -243,6 +251,7 @@ struct Row {
     n: usize,
     decider: DeciderKind,
     timeout_secs: u64,
+    cluster_controllers: bool,
 }
 
 /// What the child measured.
@@ -404,7 +413,7 @@ async fn child(row: Row) -> Measured {
 // ---- the parent: server, state, end-state check, table ----
 
 async fn run_row(row: Row) -> Result<Measured, String> {
-    let cluster = EmbeddedCluster::start(&row.workload.options())
+    let cluster = EmbeddedCluster::start(&row.workload.options(row.cluster_controllers))
         .await
         .map_err(|e| e.to_string())?;
     cluster
@@ -492,6 +501,7 @@ fn main() {
     }
     let max_n = env_number("SCALE_MAX_N", 50_000) as usize;
     let timeout_secs = env_number("SCALE_TIMEOUT", 600);
+    let cluster_controllers = env_number("SCALE_SERVER_GC", 0) == 1;
     let workloads = env_list("SCALE_WORKLOADS", &WORKLOADS, Workload::name);
     let deciders = env_list(
         "SCALE_DECIDERS",
@@ -500,12 +510,14 @@ fn main() {
     );
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     println!(
-        "rekon scale benchmark, embedded API server, commit {commit}, {} CPUs, host in its own process",
+        "rekon scale benchmark, embedded API server (garbage collector and kubelet {}), commit {commit}, {} CPUs, host in its own process",
+        if cluster_controllers { "on" } else { "off" },
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
@@ -520,6 +532,7 @@ fn main() {
                     n,
                     decider: *decider,
                     timeout_secs,
+                    cluster_controllers,
                 };
                 let cells = match runtime.block_on(run_row(row)) {
                     Ok(m) => {
