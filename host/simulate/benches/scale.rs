@@ -412,7 +412,9 @@ async fn child(row: Row) -> Measured {
 
 // ---- the parent: server, state, end-state check, table ----
 
-async fn run_row(row: Row) -> Result<Measured, String> {
+/// What the host measured, and whether it reached the expected end state; `Err`
+/// when the row could not run at all.
+async fn run_row(row: Row) -> Result<(Measured, Result<(), String>), String> {
     let cluster = EmbeddedCluster::start(&row.workload.options(row.cluster_controllers))
         .await
         .map_err(|e| e.to_string())?;
@@ -444,11 +446,13 @@ async fn run_row(row: Row) -> Result<Measured, String> {
         .workload
         .check(row.n, &cluster.server.store().snapshot());
     cluster.server.shutdown().await;
-    match (&measured.converged, end_state) {
-        (Ok(()), Ok(())) => Ok(measured),
-        (Err(pending), _) => Err(format!("not converged: {pending}")),
+    let outcome = match (&measured.converged, end_state) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(_), Err(missing)) => Err(format!("not converged: {missing}")),
+        (Err(pending), Ok(())) => Err(format!("not idle: {pending}")),
         (Ok(()), Err(missing)) => Err(format!("idle but wrong end state: {missing}")),
-    }
+    };
+    Ok((measured, outcome))
 }
 
 fn env_list<T: Copy>(name: &str, all: &[T], label: impl Fn(T) -> &'static str) -> Vec<T> {
@@ -535,20 +539,23 @@ fn main() {
                     cluster_controllers,
                 };
                 let cells = match runtime.block_on(run_row(row)) {
-                    Ok(m) => {
+                    Ok((m, outcome)) => {
+                        let time = match outcome {
+                            Ok(()) => format!("{:.1} s", m.secs),
+                            Err(e) => format!("**{e}** after {:.0} s", m.secs),
+                        };
                         let per_object = (m.peak_kib.saturating_sub(m.baseline_kib)) as f64
                             * 1024.0
                             / workload.cached_objects(n) as f64;
                         format!(
-                            "{:.1} s | {} | {:.0} | {:.0} MiB | {:.0} B",
-                            m.secs,
+                            "{time} | {} | {:.0} | {:.0} MiB | {:.0} B",
                             format_requests(&m.requests),
                             m.decisions as f64 / m.secs,
                             m.peak_kib as f64 / 1024.0,
                             per_object
                         )
                     }
-                    Err(e) => format!("**failed**: {e} | | | |"),
+                    Err(e) => format!("**could not run**: {e} | | | |"),
                 };
                 println!(
                     "| {} | {n} | {} | {cells} |",
