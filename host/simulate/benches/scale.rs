@@ -499,6 +499,14 @@ fn main() {
         .expect("tokio runtime");
     if let Ok(row) = std::env::var(ROW_ENV) {
         let row: Row = serde_json::from_str(&row).expect("row");
+        // The host's warnings (failed watches, refused writes) go to stderr.
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| "warn".into()),
+            )
+            .with_writer(std::io::stderr)
+            .init();
         let measured = runtime.block_on(child(row));
         println!("{}", serde_json::to_string(&measured).expect("result"));
         return;
