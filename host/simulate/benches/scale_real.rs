@@ -241,13 +241,25 @@ async fn setup(client: &Client, n: usize, namespaces: usize) {
         .expect("deleting PVCs");
 }
 
-/// PVCs left in the cluster: one LIST with limit 1.
-async fn pvcs_left(client: &Client) -> usize {
-    let list = Api::<PersistentVolumeClaim>::all(client.clone())
+/// PVCs left in the cluster, and the LISTs it took: one with limit 1, and a full
+/// metadata list when the server leaves out `remainingItemCount`.
+async fn pvcs_left(client: &Client) -> (usize, f64) {
+    let api = Api::<PersistentVolumeClaim>::all(client.clone());
+    let list = api
         .list_metadata(&ListParams::default().limit(1))
         .await
         .expect("list PVCs");
-    list.items.len() + list.metadata.remaining_item_count.unwrap_or(0) as usize
+    match (list.metadata.remaining_item_count, &list.metadata.continue_) {
+        (Some(rest), _) => (list.items.len() + rest as usize, 1.0),
+        (None, Some(token)) if !token.is_empty() => {
+            let all = api
+                .list_metadata(&ListParams::default())
+                .await
+                .expect("list PVCs");
+            (all.items.len(), 2.0)
+        }
+        (None, _) => (list.items.len(), 1.0),
+    }
 }
 
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
@@ -350,8 +362,9 @@ async fn run_row(
     while left > 0 && started.elapsed() < timeout {
         tokio::time::sleep(POLL).await;
         peak_kib = vm_hwm_kib(pid).unwrap_or(peak_kib);
-        left = pvcs_left(&server.client).await;
-        polls += 1.0;
+        let (now_left, lists) = pvcs_left(&server.client).await;
+        left = now_left;
+        polls += lists;
     }
     let secs = started.elapsed().as_secs_f64();
     peak_kib = vm_hwm_kib(pid).unwrap_or(peak_kib);
