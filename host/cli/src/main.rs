@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod client_limit;
 mod cmd;
 mod demo;
 mod guest_io;

@@ -83,6 +83,8 @@ pub struct Args {
     shutdown_grace_seconds: u64,
     #[command(flatten)]
     modules: crate::guests::ModuleArgs,
+    #[command(flatten)]
+    api_limit: crate::client_limit::Args,
 }
 
 /// Where `/metrics` listens when `--metrics-addr` is not given.
@@ -133,7 +135,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         embedded = Some(cluster);
         client
     } else {
-        external_client(args.kubeconfig.as_deref(), args.context.as_deref()).await?
+        external_client(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+            &args.api_limit,
+        )
+        .await?
     };
     // Modules are served (and hot-swapped) from here on; swaps and shadow
     // verdicts feed rekon_guest_info and rekon_shadow_decisions.
@@ -217,6 +224,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 async fn external_client(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,
+    api_limit: &crate::client_limit::Args,
 ) -> anyhow::Result<Client> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
@@ -231,7 +239,7 @@ async fn external_client(
         None if context.is_some() => kube::Config::from_kubeconfig(&options).await?,
         None => kube::Config::infer().await?,
     };
-    Ok(Client::try_from(config)?)
+    Ok(api_limit.client(config)?)
 }
 
 /// Ctrl-C or SIGTERM.

@@ -1,0 +1,581 @@
+//! Scale benchmark on the embedded API server: N = 1k, 10k, 50k objects per
+//! workload, wasm guests and the same logic linked natively, one table per run.
+//!
+//! Each row runs in two processes: this process starts the embedded API server
+//! with the row's state and checks the end state; a fresh child process (this
+//! binary again, `REKON_SCALE_ROW` set) runs only the host against it. So the
+//! child's peak RSS (VmHWM) is the host's own memory, and its kube client counts
+//! every request it sends, by verb.
+//!
+//! `make bench-scale` (after `make guests`). Environment:
+//! - `SCALE_MAX_N` (default 50000): skip rows with more objects;
+//! - `SCALE_WORKLOADS` (comma list of workload names, default all);
+//! - `SCALE_DECIDERS` (`wasm,native` by default);
+//! - `SCALE_TIMEOUT` seconds per row (default 600);
+//! - `SCALE_SERVER_GC=1`: run the embedded cluster's garbage collector and kubelet too.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http::{Method, Request};
+use kube::client::ClientBuilder;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use rekon_apiserver::KubeletMode;
+use rekon_controllers::decider::{ClaimDecider, GuestInfo, Native, PvcDecider, Slot};
+use rekon_controllers::host::Host;
+use rekon_controllers::journal::Journal;
+use rekon_controllers::observe::{DecisionFailure, Observer};
+use rekon_runtime::{Engine, EngineConfig, World};
+use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster, host_config};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tower::{Layer, Service};
+
+const ROW_ENV: &str = "REKON_SCALE_ROW";
+const KUBECONFIG_ENV: &str = "REKON_SCALE_KUBECONFIG";
+const FINALIZER: &str = "kubernetes.io/pvc-protection";
+/// The host counts as idle after this long without activity (subtracted from the time).
+const QUIET: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+enum Workload {
+    /// N deleting, unused PVCs in one namespace, with N running pods using other PVCs.
+    Release1Ns,
+    /// The same spread over 100 namespaces.
+    Release100Ns,
+    /// N PVCs created without the finalizer (admission off).
+    Protect,
+    /// N pods with a template claim: claims created, pod statuses written.
+    Claims,
+}
+
+const WORKLOADS: [Workload; 4] = [
+    Workload::Release1Ns,
+    Workload::Release100Ns,
+    Workload::Protect,
+    Workload::Claims,
+];
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Release1Ns => "release-1ns",
+            Self::Release100Ns => "release-100ns",
+            Self::Protect => "protect",
+            Self::Claims => "claims",
+        }
+    }
+
+    fn namespaces(self) -> usize {
+        if self == Self::Release100Ns { 100 } else { 1 }
+    }
+
+    /// No workload needs the embedded cluster's garbage collector or kubelet; both
+    /// scan every object on every change, so they are off unless `SCALE_SERVER_GC=1`.
+    fn options(self, cluster_controllers: bool) -> ClusterOptions {
+        ClusterOptions {
+            garbage_collector: cluster_controllers,
+            kubelet: if cluster_controllers {
+                KubeletMode::Instant
+            } else {
+                KubeletMode::Off
+            },
+            pvc_protection_admission: self != Self::Protect,
+            ..ClusterOptions::default()
+        }
+    }
+
+    fn state(self, n: usize) -> Vec<Value> {
+        let ns = |i: usize| format!("scale-{}", i % self.namespaces());
+        let mut objects: Vec<Value> = (0..self.namespaces())
+            .map(|i| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns(i)}}))
+            .collect();
+        for i in 0..n {
+            match self {
+                Self::Release1Ns | Self::Release100Ns => {
+                    objects.push(pvc(&ns(i), &format!("data-{i}"), true));
+                    objects.push(running_pod(&ns(i), i));
+                }
+                Self::Protect => {
+                    let mut claim = pvc(&ns(i), &format!("data-{i}"), false);
+                    claim["metadata"]
+                        .as_object_mut()
+                        .expect("metadata")
+                        .remove("finalizers");
+                    objects.push(claim);
+                }
+                Self::Claims => objects.push(claim_pod(&ns(i), i)),
+            }
+        }
+        if self == Self::Claims {
+            objects.push(json!({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"namespace": ns(0), "name": "gpu"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+            }));
+        }
+        objects
+    }
+
+    /// Objects the host caches at its peak.
+    fn cached_objects(self, n: usize) -> usize {
+        match self {
+            Self::Release1Ns | Self::Release100Ns | Self::Claims => 2 * n,
+            Self::Protect => n,
+        }
+    }
+
+    /// Checks the end state; `Err` says what is missing.
+    fn check(self, n: usize, objects: &[Value]) -> Result<(), String> {
+        let of_kind = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind);
+        match self {
+            Self::Release1Ns | Self::Release100Ns => {
+                let left = of_kind("PersistentVolumeClaim").count();
+                (left == 0)
+                    .then_some(())
+                    .ok_or(format!("{left} of {n} PVCs not released"))
+            }
+            Self::Protect => {
+                let protected = of_kind("PersistentVolumeClaim")
+                    .filter(|o| {
+                        o["metadata"]["finalizers"]
+                            .as_array()
+                            .is_some_and(|f| f.iter().any(|f| f == FINALIZER))
+                    })
+                    .count();
+                (protected == n)
+                    .then_some(())
+                    .ok_or(format!("{protected} of {n} PVCs protected"))
+            }
+            Self::Claims => {
+                let claims = of_kind("ResourceClaim").count();
+                let statuses = of_kind("Pod")
+                    .filter(|o| o["status"]["resourceClaimStatuses"].as_array().is_some())
+                    .count();
+                (claims == n && statuses == n).then_some(()).ok_or(format!(
+                    "{claims} claims and {statuses} pod statuses of {n}"
+                ))
+            }
+        }
+    }
+}
+
+fn pvc(ns: &str, name: &str, deleting: bool) -> Value {
+    let mut pvc = json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"namespace": ns, "name": name, "finalizers": [FINALIZER]},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    });
+    if deleting {
+        let meta = pvc["metadata"].as_object_mut().expect("metadata");
+        meta.insert("deletionTimestamp".into(), "2026-01-01T00:00:00Z".into());
+        meta.insert("deletionGracePeriodSeconds".into(), 0.into());
+    }
+    pvc
+}
+
+fn running_pod(ns: &str, i: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": ns, "name": format!("pod-{i}")},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "i"}],
+                 "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": format!("live-{i}")}}]},
+        "status": {"phase": "Running"}
+    })
+}
+
+fn claim_pod(ns: &str, i: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": ns, "name": format!("pod-{i}")},
+        "spec": {"containers": [{"name": "c", "image": "i"}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+enum DeciderKind {
+    Wasm,
+    Native,
+}
+
+impl DeciderKind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Wasm => "wasm",
+            Self::Native => "native",
+        }
+    }
+
+    fn deciders(self) -> Deciders {
+        let (pvc, claim): (Arc<dyn PvcDecider>, Arc<dyn ClaimDecider>) = match self {
+            Self::Native => (Arc::new(Native), Arc::new(Native)),
+            Self::Wasm => {
+                let dir = rekon_runtime::testing::guest_dir();
+                let engine = Engine::new(EngineConfig::default()).expect("engine");
+                let load = |world, file: &str| {
+                    engine
+                        .loader()
+                        .world(world)
+                        .file(dir.join(file))
+                        .expect("run `make guests`")
+                };
+                (
+                    Arc::new(load(
+                        World::PvcProtection,
+                        "rekon_guest_pvc_protection.wasm",
+                    )),
+                    Arc::new(load(
+                        World::ResourceClaim,
+                        "rekon_guest_resource_claim.wasm",
+                    )),
+                )
+            }
+        };
+        Deciders {
+            pvc: Arc::new(Slot::new(pvc)),
+            claim: Arc::new(Slot::new(claim)),
+        }
+    }
+}
+
+/// One row: what the child runs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Row {
+    workload: Workload,
+    n: usize,
+    decider: DeciderKind,
+    timeout_secs: u64,
+    cluster_controllers: bool,
+}
+
+/// What the child measured.
+#[derive(Debug, Serialize, Deserialize)]
+struct Measured {
+    /// Host start to idle, quiet period subtracted.
+    secs: f64,
+    /// `Err` names the pending keys.
+    converged: Result<(), String>,
+    decisions: u64,
+    requests: BTreeMap<String, u64>,
+    /// VmRSS before the host started (engine and modules loaded), KiB.
+    baseline_kib: u64,
+    /// VmHWM at the end, KiB.
+    peak_kib: u64,
+}
+
+// ---- the child: the host alone, counting its requests and decisions ----
+
+/// Counts decisions.
+#[derive(Default)]
+struct Decisions(AtomicU64);
+
+impl Observer for Decisions {
+    fn decided(&self, _: &str, _: &GuestInfo, _: Duration, _: Option<DecisionFailure>) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts the requests of a kube client by API verb.
+#[derive(Clone, Default)]
+struct RequestCounts(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl<S> Layer<S> for RequestCounts {
+    type Service = Counted<S>;
+    fn layer(&self, inner: S) -> Counted<S> {
+        Counted {
+            inner,
+            counts: self.clone(),
+        }
+    }
+}
+
+struct Counted<S> {
+    inner: S,
+    counts: RequestCounts,
+}
+
+impl<S, B> Service<Request<B>> for Counted<S>
+where
+    S: Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> S::Future {
+        let verb = verb(request.method(), request.uri());
+        *self
+            .counts
+            .0
+            .lock()
+            .unwrap()
+            .entry(verb.into())
+            .or_default() += 1;
+        self.inner.call(request)
+    }
+}
+
+/// The API verb of a request, as the API server's audit log names it.
+fn verb(method: &Method, uri: &http::Uri) -> &'static str {
+    // /api/v1/... or /apis/GROUP/VERSION/...; then [namespaces/NS/]RESOURCE[/NAME[/SUB]]
+    let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+    let rest = match segments.first() {
+        Some(&"api") => segments.get(2..),
+        Some(&"apis") => segments.get(3..),
+        _ => None,
+    }
+    .unwrap_or(&[]);
+    let rest = match rest {
+        ["namespaces", _, tail @ ..] if !tail.is_empty() => tail,
+        _ => rest,
+    };
+    let collection = rest.len() <= 1;
+    let watch = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "watch=true"));
+    match (method.as_str(), collection) {
+        ("GET", true) if watch => "watch",
+        ("GET", true) => "list",
+        ("GET", false) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "deletecollection",
+        ("DELETE", false) => "delete",
+        _ => "other",
+    }
+}
+
+fn proc_status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/self/status"))
+}
+
+async fn child(row: Row) -> Measured {
+    let yaml = std::env::var(KUBECONFIG_ENV).expect("kubeconfig for the child");
+    let kubeconfig = Kubeconfig::from_yaml(&yaml).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("client config");
+    let counts = RequestCounts::default();
+    let client = ClientBuilder::try_from(config)
+        .expect("client")
+        .with_layer(&counts)
+        .build();
+    let deciders = row.decider.deciders();
+    let decisions = Arc::new(Decisions::default());
+    let mut config = host_config(&deciders, Arc::new(Journal::new()));
+    config.observer = decisions.clone();
+    let baseline_kib = proc_status_kib("VmRSS:");
+    let started = Instant::now();
+    let host = Host::start(client, config);
+    let converged = host
+        .wait_idle(
+            QUIET,
+            Duration::from_secs(1),
+            Duration::from_secs(row.timeout_secs),
+        )
+        .await
+        .map_err(|e| {
+            let mut keys = e.keys;
+            let total = keys.len();
+            keys.truncate(5);
+            format!("{total} keys pending, e.g. {}", keys.join(", "))
+        });
+    let secs = started.elapsed().saturating_sub(QUIET).as_secs_f64();
+    let peak_kib = proc_status_kib("VmHWM:");
+    host.shutdown(Duration::from_secs(5)).await;
+    let requests = counts.0.lock().unwrap().clone();
+    Measured {
+        secs,
+        converged,
+        decisions: decisions.0.load(Ordering::Relaxed),
+        requests,
+        baseline_kib,
+        peak_kib,
+    }
+}
+
+// ---- the parent: server, state, end-state check, table ----
+
+/// What the host measured, and whether it reached the expected end state; `Err`
+/// when the row could not run at all.
+async fn run_row(row: Row) -> Result<(Measured, Result<(), String>), String> {
+    let cluster = EmbeddedCluster::start(&row.workload.options(row.cluster_controllers))
+        .await
+        .map_err(|e| e.to_string())?;
+    cluster
+        .server
+        .store()
+        .load_objects(row.workload.state(row.n))
+        .map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let child = tokio::process::Command::new(exe)
+        .env(ROW_ENV, serde_json::to_string(&row).expect("row"))
+        .env(KUBECONFIG_ENV, cluster.server.kubeconfig_yaml())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting the host process: {e}"))?;
+    let output = child
+        .wait_with_output()
+        .await
+        .map_err(|e| format!("host process: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let measured: Measured = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| format!("host process exited {} without a result", output.status))?;
+    let end_state = row
+        .workload
+        .check(row.n, &cluster.server.store().snapshot());
+    cluster.server.shutdown().await;
+    let outcome = match (&measured.converged, end_state) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(_), Err(missing)) => Err(format!("not converged: {missing}")),
+        (Err(pending), Ok(())) => Err(format!("not idle: {pending}")),
+        (Ok(()), Err(missing)) => Err(format!("idle but wrong end state: {missing}")),
+    };
+    Ok((measured, outcome))
+}
+
+fn env_list<T: Copy>(name: &str, all: &[T], label: impl Fn(T) -> &'static str) -> Vec<T> {
+    match std::env::var(name) {
+        Ok(list) => {
+            let wanted: Vec<&str> = list.split(',').map(str::trim).collect();
+            for w in &wanted {
+                assert!(
+                    all.iter().any(|&t| label(t) == *w),
+                    "{name}: unknown entry {w}"
+                );
+            }
+            all.iter()
+                .copied()
+                .filter(|&t| wanted.contains(&label(t)))
+                .collect()
+        }
+        Err(_) => all.to_vec(),
+    }
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}: not a number: {v}"))
+        })
+        .unwrap_or(default)
+}
+
+fn format_requests(requests: &BTreeMap<String, u64>) -> String {
+    requests
+        .iter()
+        .map(|(verb, count)| format!("{verb} {count}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    if let Ok(row) = std::env::var(ROW_ENV) {
+        let row: Row = serde_json::from_str(&row).expect("row");
+        // The host's warnings (failed watches, refused writes) go to stderr.
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| "warn".into()),
+            )
+            .with_writer(std::io::stderr)
+            .init();
+        let measured = runtime.block_on(child(row));
+        println!("{}", serde_json::to_string(&measured).expect("result"));
+        return;
+    }
+    let max_n = env_number("SCALE_MAX_N", 50_000) as usize;
+    let timeout_secs = env_number("SCALE_TIMEOUT", 600);
+    let cluster_controllers = env_number("SCALE_SERVER_GC", 0) == 1;
+    let workloads = env_list("SCALE_WORKLOADS", &WORKLOADS, Workload::name);
+    let deciders = env_list(
+        "SCALE_DECIDERS",
+        &[DeciderKind::Wasm, DeciderKind::Native],
+        DeciderKind::name,
+    );
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    println!(
+        "rekon scale benchmark, embedded API server (garbage collector and kubelet {}), commit {commit}, {} CPUs, host in its own process",
+        if cluster_controllers { "on" } else { "off" },
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "| workload | N | decider | converged in | API requests by verb | decisions/s | peak RSS | host RSS / object |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for workload in &workloads {
+        for n in [1_000, 10_000, 50_000].into_iter().filter(|&n| n <= max_n) {
+            for decider in &deciders {
+                let row = Row {
+                    workload: *workload,
+                    n,
+                    decider: *decider,
+                    timeout_secs,
+                    cluster_controllers,
+                };
+                let cells = match runtime.block_on(run_row(row)) {
+                    Ok((m, outcome)) => {
+                        let time = match outcome {
+                            Ok(()) => format!("{:.1} s", m.secs),
+                            Err(e) => format!("**{e}** after {:.0} s", m.secs),
+                        };
+                        let per_object = (m.peak_kib.saturating_sub(m.baseline_kib)) as f64
+                            * 1024.0
+                            / workload.cached_objects(n) as f64;
+                        format!(
+                            "{time} | {} | {:.0} | {:.0} MiB | {:.0} B",
+                            format_requests(&m.requests),
+                            m.decisions as f64 / m.secs,
+                            m.peak_kib as f64 / 1024.0,
+                            per_object
+                        )
+                    }
+                    Err(e) => format!("**could not run**: {e} | | | |"),
+                };
+                println!(
+                    "| {} | {n} | {} | {cells} |",
+                    workload.name(),
+                    decider.name()
+                );
+                std::io::stdout().flush().expect("stdout");
+            }
+        }
+    }
+    println!(
+        "converged in: host start to idle ({} ms quiet subtracted); host RSS / object: (peak RSS − RSS before the host started) / objects cached (pods + PVCs, or PVCs)",
+        QUIET.as_millis()
+    );
+}
