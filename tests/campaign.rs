@@ -71,20 +71,21 @@ async fn seeded_fault_campaign() {
         let outcome = outcome.expect("a seed's task panicked");
         if outcome.failed() {
             println!(
-                "seed {} FAILED after {:?}\n{}violations: {:#?}\nnot converged: {:#?}\nreplay: {}\n",
+                "seed {} FAILED after {:?}\n{}violations: {:#?}\nnot converged: {:#?}\n\
+                 journal and objects: {:?}\nreplay: {}\n",
                 outcome.seed,
                 outcome.elapsed,
                 outcome.plan,
                 outcome.violations,
                 outcome.not_converged,
+                outcome.evidence,
                 replay(outcome.seed)
             );
         }
         outcomes.push(outcome);
     }
     outcomes.sort_by_key(|o| o.seed);
-    let summary = summarize(&outcomes, began.elapsed());
-    println!("{summary}");
+    println!("{}", summarize(&outcomes, began.elapsed()));
     let failed: Vec<String> = outcomes
         .iter()
         .filter(|o| o.failed())
@@ -92,7 +93,8 @@ async fn seeded_fault_campaign() {
         .collect();
     assert!(
         failed.is_empty(),
-        "{summary}\nreplay:\n{}",
+        "{} seeds failed; replay:\n{}",
+        failed.len(),
         failed.join("\n")
     );
 }

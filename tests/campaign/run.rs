@@ -28,6 +28,8 @@ pub struct Outcome {
     pub violations: Vec<String>,
     pub not_converged: Vec<String>,
     pub elapsed: Duration,
+    /// Where a failed run left its journal and final objects.
+    pub evidence: Option<std::path::PathBuf>,
 }
 
 impl Outcome {
@@ -138,6 +140,7 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
         violations: Vec::new(),
         not_converged: Vec::new(),
         elapsed: Duration::ZERO,
+        evidence: None,
     };
     let cluster = EmbeddedCluster::start(&ClusterOptions {
         seed,
@@ -240,6 +243,7 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
             .entry("failed guest decisions".into())
             .or_default() += failed_decisions;
     }
+    let journal = rekon.journal.clone();
     rekon.stop().await;
     outcome.faults = cluster
         .server
@@ -248,7 +252,33 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
     outcome.violations = oracle.checker.lock().unwrap().violations();
+    if outcome.failed() {
+        outcome.evidence = keep_evidence(seed, &journal, &cluster.objects());
+    }
     cluster.server.shutdown().await;
     outcome.elapsed = started.elapsed();
     outcome
+}
+
+/// Writes the journal (JSON lines) and the final objects of a failed run to
+/// the temp directory, for diagnosis.
+fn keep_evidence(
+    seed: u64,
+    journal: &Journal,
+    objects: &[serde_json::Value],
+) -> Option<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("rekon-campaign-{seed}"));
+    std::fs::create_dir_all(&dir).ok()?;
+    let lines: Vec<String> = journal
+        .entries()
+        .iter()
+        .filter_map(|e| serde_json::to_string(e).ok())
+        .collect();
+    std::fs::write(dir.join("journal.jsonl"), lines.join("\n")).ok()?;
+    std::fs::write(
+        dir.join("objects.json"),
+        serde_json::to_string_pretty(objects).ok()?,
+    )
+    .ok()?;
+    Some(dir)
 }
