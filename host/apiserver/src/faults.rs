@@ -12,6 +12,8 @@
 //!     serverError: 0.05      # 500
 //!     tooManyRequests: 0.05  # 429 with Retry-After
 //!     latencyMs: 10
+//!   - verbs: [create]
+//!     lostResponse: 0.1      # applied, but the connection drops before the answer
 //! watches:
 //!   - resources: [pods]
 //!     dropEvents: 0.1        # fraction of live events never sent
@@ -22,13 +24,16 @@
 //!   beforeWatch: 0.1         # fraction of watch requests that find the history compacted
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
 use crate::errors::ApiError;
 use crate::resources::ResourceInfo;
@@ -74,6 +79,9 @@ pub struct RequestFault {
     pub too_many_requests: f64,
     pub retry_after_seconds: Option<u64>,
     pub latency_ms: u64,
+    /// Fraction of successful writes whose answer is lost: the write is applied,
+    /// then the connection drops mid-response (the client cannot tell the outcome).
+    pub lost_response: f64,
 }
 
 impl RequestFault {
@@ -103,6 +111,10 @@ impl RequestFault {
     }
     pub fn latency(mut self, latency: Duration) -> Self {
         self.latency_ms = latency.as_millis() as u64;
+        self
+    }
+    pub fn lost_response(mut self, fraction: f64) -> Self {
+        self.lost_response = fraction;
         self
     }
 }
@@ -206,7 +218,14 @@ impl FaultConfig {
         let fractions = self
             .requests
             .iter()
-            .flat_map(|r| [r.conflict, r.server_error, r.too_many_requests])
+            .flat_map(|r| {
+                [
+                    r.conflict,
+                    r.server_error,
+                    r.too_many_requests,
+                    r.lost_response,
+                ]
+            })
             .chain(self.watches.iter().map(|w| w.drop_events))
             .chain([self.compaction.before_watch]);
         for f in fractions {
@@ -239,6 +258,51 @@ fn applies(resources: &[String], info: &ResourceInfo) -> bool {
 pub struct RequestDecision {
     pub latency: Duration,
     pub error: Option<ApiError>,
+    /// Apply the request, then drop the connection instead of answering.
+    pub lose_response: bool,
+}
+
+/// What the injector did so far, by kind (for fault campaigns' reports).
+#[derive(Debug, Default)]
+struct Injected([AtomicU64; FaultKind::ALL.len()]);
+
+/// The kinds of fault the injector counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    Conflict,
+    ServerError,
+    TooManyRequests,
+    Latency,
+    LostResponse,
+    DroppedWatchEvent,
+    ClosedWatch,
+    CompactedBeforeWatch,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 8] = [
+        FaultKind::Conflict,
+        FaultKind::ServerError,
+        FaultKind::TooManyRequests,
+        FaultKind::Latency,
+        FaultKind::LostResponse,
+        FaultKind::DroppedWatchEvent,
+        FaultKind::ClosedWatch,
+        FaultKind::CompactedBeforeWatch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Conflict => "409 conflict",
+            FaultKind::ServerError => "500 server error",
+            FaultKind::TooManyRequests => "429 too many requests",
+            FaultKind::Latency => "added latency",
+            FaultKind::LostResponse => "lost response",
+            FaultKind::DroppedWatchEvent => "dropped watch event",
+            FaultKind::ClosedWatch => "closed watch stream",
+            FaultKind::CompactedBeforeWatch => "compaction before watch",
+        }
+    }
 }
 
 /// Watch faults in effect for one stream.
@@ -252,6 +316,9 @@ pub struct WatchPlan {
 pub struct FaultInjector {
     config: FaultConfig,
     rng: Mutex<ChaCha8Rng>,
+    injected: Injected,
+    /// Cancelled when the faults stop for good.
+    stopped: CancellationToken,
 }
 
 impl FaultInjector {
@@ -260,7 +327,41 @@ impl FaultInjector {
         FaultInjector {
             config,
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
+            injected: Injected::default(),
+            stopped: CancellationToken::new(),
         }
+    }
+
+    /// Stops injecting faults for good (a fault campaign's "the network heals").
+    pub fn stop(&self) {
+        self.stopped.cancel();
+    }
+
+    /// Resolves once the faults stopped: streams that ran under a fault plan end.
+    pub fn stopped(&self) -> &CancellationToken {
+        &self.stopped
+    }
+
+    fn active(&self) -> bool {
+        !self.stopped.is_cancelled()
+    }
+
+    /// Counts one injected fault of `kind`.
+    pub fn record(&self, kind: FaultKind) {
+        self.injected.0[kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Faults injected so far, by kind name (kinds never injected included, as 0).
+    pub fn injected(&self) -> BTreeMap<&'static str, u64> {
+        FaultKind::ALL
+            .iter()
+            .map(|k| {
+                (
+                    k.name(),
+                    self.injected.0[*k as usize].load(Ordering::Relaxed),
+                )
+            })
+            .collect()
     }
 
     pub fn config(&self) -> &FaultConfig {
@@ -270,7 +371,7 @@ impl FaultInjector {
     /// True with probability `fraction` (never draws for 0, so unrelated rules do not shift the
     /// random sequence).
     pub fn chance(&self, fraction: f64) -> bool {
-        if fraction <= 0.0 {
+        if fraction <= 0.0 || !self.active() {
             return false;
         }
         let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
@@ -279,6 +380,9 @@ impl FaultInjector {
 
     pub fn before_request(&self, verb: Verb, info: &ResourceInfo, name: &str) -> RequestDecision {
         let mut decision = RequestDecision::default();
+        if !self.active() {
+            return decision;
+        }
         for rule in &self.config.requests {
             if !(rule.verbs.is_empty() || rule.verbs.contains(&verb))
                 || !applies(&rule.resources, info)
@@ -286,17 +390,25 @@ impl FaultInjector {
                 continue;
             }
             decision.latency += Duration::from_millis(rule.latency_ms);
-            if decision.error.is_some() {
+            if rule.latency_ms > 0 {
+                self.record(FaultKind::Latency);
+            }
+            if decision.error.is_some() || decision.lose_response {
                 continue;
             }
             if self.chance(rule.conflict) {
+                self.record(FaultKind::Conflict);
                 decision.error = Some(ApiError::conflict_modified(info, name));
             } else if self.chance(rule.server_error) {
+                self.record(FaultKind::ServerError);
                 decision.error = Some(ApiError::internal("injected fault"));
             } else if self.chance(rule.too_many_requests) {
+                self.record(FaultKind::TooManyRequests);
                 decision.error = Some(ApiError::too_many_requests(
                     rule.retry_after_seconds.unwrap_or(1),
                 ));
+            } else if self.chance(rule.lost_response) {
+                decision.lose_response = true;
             }
         }
         decision
@@ -304,6 +416,9 @@ impl FaultInjector {
 
     pub fn watch_plan(&self, info: &ResourceInfo) -> WatchPlan {
         let mut plan = WatchPlan::default();
+        if !self.active() {
+            return plan;
+        }
         for rule in self
             .config
             .watches
@@ -321,7 +436,20 @@ impl FaultInjector {
     }
 
     pub fn compact_before_watch(&self) -> bool {
-        self.chance(self.config.compaction.before_watch)
+        let compact = self.chance(self.config.compaction.before_watch);
+        if compact {
+            self.record(FaultKind::CompactedBeforeWatch);
+        }
+        compact
+    }
+
+    /// Whether to drop one live watch event under `plan`.
+    pub fn drop_event(&self, plan: &WatchPlan) -> bool {
+        let drop = self.chance(plan.drop_events);
+        if drop {
+            self.record(FaultKind::DroppedWatchEvent);
+        }
+        drop
     }
 
     pub fn compaction_interval(&self) -> Option<Duration> {
@@ -370,5 +498,28 @@ mod tests {
         assert!(draws_a.contains(&true) && draws_a.contains(&false));
         assert!(a.before_request(Verb::Get, pods, "p").error.is_none());
         assert!(a.before_request(Verb::Patch, cms, "c").error.is_none());
+    }
+
+    #[test]
+    fn lost_responses_are_drawn_counted_by_the_caller_and_stop_with_the_faults() {
+        let pods = resources::pods().info();
+        let config = FaultConfig::new().request(
+            RequestFault::new()
+                .verbs([Verb::Create])
+                .lost_response(1.0)
+                .latency(Duration::from_millis(1)),
+        );
+        let injector = FaultInjector::new(config, 1);
+        let decision = injector.before_request(Verb::Create, pods, "p");
+        assert!(decision.lose_response && decision.error.is_none());
+        assert_eq!(injector.injected()["added latency"], 1);
+        injector.record(FaultKind::LostResponse);
+        assert_eq!(injector.injected()["lost response"], 1);
+
+        injector.stop();
+        let decision = injector.before_request(Verb::Create, pods, "p");
+        assert!(!decision.lose_response && decision.latency.is_zero());
+        assert!(injector.stopped().is_cancelled());
+        assert!(FaultConfig::from_yaml("requests:\n  - lostResponse: 1.5\n", "inline").is_err());
     }
 }

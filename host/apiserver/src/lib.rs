@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use cluster::KubeletMode;
 pub use errors::ApiError;
-pub use faults::{FaultConfig, RequestFault, Verb, WatchFault};
+pub use faults::{FaultConfig, FaultKind, RequestFault, Verb, WatchFault};
 pub use registry::{
     DeleteOptions, DeleteOutcome, PatchOutcome, Store, StoreError, Target, WriteOptions,
 };
@@ -151,6 +151,7 @@ pub struct ApiServer {
     store: Store,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    faults: Arc<faults::FaultInjector>,
 }
 
 impl ApiServer {
@@ -186,6 +187,7 @@ impl ApiServer {
                 store.clone(),
                 interval,
                 shutdown.clone(),
+                faults.stopped().clone(),
             )));
         }
         let router = http::router(app);
@@ -204,6 +206,7 @@ impl ApiServer {
             store,
             shutdown,
             tasks,
+            faults,
         })
     }
 
@@ -235,6 +238,19 @@ impl ApiServer {
         self.store.clone()
     }
 
+    /// Stops the faults for good: no more injected answers, streams that ran
+    /// under faults end, and the history is compacted so that every watcher
+    /// relists (events dropped before cannot be replayed).
+    pub fn stop_faults(&self) {
+        self.faults.stop();
+        self.store.compact();
+    }
+
+    /// Faults injected so far, by kind.
+    pub fn faults_injected(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.faults.injected()
+    }
+
     /// Stops serving: open watches end, background tasks stop.
     pub async fn shutdown(self) {
         self.shutdown.cancel();
@@ -244,11 +260,17 @@ impl ApiServer {
     }
 }
 
-async fn compact_periodically(store: Store, interval: Duration, shutdown: CancellationToken) {
+async fn compact_periodically(
+    store: Store,
+    interval: Duration,
+    shutdown: CancellationToken,
+    faults_stopped: CancellationToken,
+) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(interval) => store.compact(),
             _ = shutdown.cancelled() => return,
+            _ = faults_stopped.cancelled() => return,
         }
     }
 }

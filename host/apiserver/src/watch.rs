@@ -112,12 +112,15 @@ pub fn spawn(
 ) -> mpsc::Receiver<Bytes> {
     let (tx, rx) = mpsc::channel(64);
     let plan = faults.watch_plan(req.resource.info());
+    // A stream that ran under faults may have lost events: it ends when they stop.
+    let faulty = plan != WatchPlan::default();
     tokio::spawn(async move {
         let sink = Sink { tx };
         tokio::select! {
             _ = run(&store, &req, &faults, &plan, &sink) => {}
             _ = shutdown.cancelled() => {}
             _ = sink.tx.closed() => {}
+            _ = faults.stopped().cancelled(), if faulty => {}
         }
     });
     rx
@@ -186,7 +189,7 @@ async fn run(
             let Some((event_type, object)) = visible_event(req, &event) else {
                 continue;
             };
-            if faults.chance(plan.drop_events) {
+            if faults.drop_event(plan) {
                 continue;
             }
             if !sink.send(event_type.as_str(), &object).await {
@@ -194,6 +197,7 @@ async fn run(
             }
             sent += 1;
             if plan.close_after_events.is_some_and(|limit| sent >= limit) {
+                faults.record(crate::faults::FaultKind::ClosedWatch);
                 return;
             }
         }

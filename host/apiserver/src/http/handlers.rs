@@ -13,7 +13,7 @@ use super::App;
 use super::params::{self, Params};
 use super::path::{self, ResourcePath};
 use crate::errors::ApiError;
-use crate::faults::Verb;
+use crate::faults::{FaultKind, Verb};
 use crate::patch::{self, PatchType};
 use crate::registry::{DeleteOutcome, ListOptions, Target, WriteOptions};
 use crate::resources::ResourceInfo;
@@ -102,7 +102,7 @@ async fn dispatch(
         default_manager: Some(params::default_manager(headers)),
         force: params.flag("force"),
     };
-    match verb {
+    let response = match verb {
         Verb::Get => {
             let obj = app.store.get(
                 path.resource,
@@ -163,7 +163,24 @@ async fn dispatch(
                 }
             })
         }
+    };
+    match response {
+        Ok(applied) if decision.lose_response => {
+            app.faults.record(FaultKind::LostResponse);
+            Ok(lost(applied))
+        }
+        other => other,
     }
+}
+
+/// The answer to an applied write, cut off: the head goes out, then the body
+/// fails and the connection drops, so the client cannot tell what happened.
+fn lost(applied: Response) -> Response {
+    let (parts, _) = applied.into_parts();
+    let failing = futures::stream::once(async {
+        Err::<Bytes, std::io::Error>(std::io::Error::other("injected fault: response lost"))
+    });
+    Response::from_parts(parts, Body::from_stream(failing))
 }
 
 /// The `Status` an immediate delete of a kind without `ReturnDeletedObject` answers.
