@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use rekon_controllers::decider::{ClaimDecider, DecideError, GuestInfo, PvcDecider, Slot};
+use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
+use rekon_controllers::decider::{DecideError, Decider, GuestInfo, Slot};
 use rekon_guest::model::{PvcDecision, PvcInput};
 use rekon_runtime::testing::built_guest;
 use rekon_runtime::{Engine, EngineConfig, World};
@@ -11,9 +12,9 @@ use rekon_simulate::Deciders;
 use crate::plan::Misbehaviour;
 
 pub struct Guests {
-    pvc: Arc<dyn PvcDecider>,
-    claim: Arc<dyn ClaimDecider>,
-    misbehaving: Arc<dyn PvcDecider>,
+    pvc: Arc<dyn Decider<PvcProtectionWorld>>,
+    claim: Arc<dyn Decider<ResourceClaimWorld>>,
+    misbehaving: Arc<dyn Decider<PvcProtectionWorld>>,
 }
 
 impl Guests {
@@ -35,17 +36,16 @@ impl Guests {
 
     /// Fresh slots holding the reference guests (one set per run).
     pub fn deciders(&self) -> Deciders {
-        Deciders {
-            pvc: Arc::new(Slot::new(self.pvc.clone())),
-            claim: Arc::new(Slot::new(self.claim.clone())),
-        }
+        Deciders::new()
+            .with(Arc::new(Slot::new(self.pvc.clone())))
+            .with(Arc::new(Slot::new(self.claim.clone())))
     }
 
-    pub fn good_pvc(&self) -> Arc<dyn PvcDecider> {
+    pub fn good_pvc(&self) -> Arc<dyn Decider<PvcProtectionWorld>> {
         self.pvc.clone()
     }
 
-    pub fn bad_pvc(&self, behaviour: Misbehaviour) -> Arc<dyn PvcDecider> {
+    pub fn bad_pvc(&self, behaviour: Misbehaviour) -> Arc<dyn Decider<PvcProtectionWorld>> {
         Arc::new(Misbehaving {
             guest: self.misbehaving.clone(),
             behaviour,
@@ -56,11 +56,11 @@ impl Guests {
 /// The misbehaving component, made to misbehave on every input: it decides as
 /// if every PVC had the name that selects `behaviour`.
 struct Misbehaving {
-    guest: Arc<dyn PvcDecider>,
+    guest: Arc<dyn Decider<PvcProtectionWorld>>,
     behaviour: Misbehaviour,
 }
 
-impl PvcDecider for Misbehaving {
+impl Decider<PvcProtectionWorld> for Misbehaving {
     fn info(&self) -> GuestInfo {
         self.guest.info()
     }
@@ -73,8 +73,5 @@ impl PvcDecider for Misbehaving {
 
 /// Clones of another run's slots, for a second replica or a restarted host.
 pub fn share(deciders: &Deciders) -> Deciders {
-    Deciders {
-        pvc: deciders.pvc.clone(),
-        claim: deciders.claim.clone(),
-    }
+    deciders.clone()
 }

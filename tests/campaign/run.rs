@@ -159,7 +159,9 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
         .expect("initial state");
 
     let deciders = guests.deciders();
-    let pvc_slot = deciders.pvc.clone();
+    let pvc_slot = deciders
+        .get::<rekon_contract::PvcProtectionWorld>()
+        .expect("a pvc-protection slot");
     let mut rekon = Rekon::start(plan.topology, cluster.server.kubeconfig_yaml(), deciders).await;
     let oracle = Oracle {
         checker: Arc::new(Mutex::new(Checker::new(plan.pvc_names()))),

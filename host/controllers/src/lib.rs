@@ -18,6 +18,6 @@ pub mod reconcile;
 pub mod reconciler;
 pub mod registry;
 pub mod resource_claim;
-pub mod watches;
 pub mod validate;
+pub mod watches;
 pub mod writes;

@@ -25,8 +25,8 @@ use crate::journal::{Entry, Preconditions};
 use crate::projection::CachedPod;
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::Reconciler;
-use crate::watches::Watches;
 use crate::validate::pvc_protection as validate;
+use crate::watches::Watches;
 use crate::writes::{WriteError, Writer};
 use rekon_contract::PvcProtectionWorld;
 

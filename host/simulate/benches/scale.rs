@@ -26,7 +26,8 @@ use http::{Method, Request};
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rekon_apiserver::KubeletMode;
-use rekon_controllers::decider::{ClaimDecider, GuestInfo, Native, PvcDecider, Slot};
+use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
+use rekon_controllers::decider::{Decider, GuestInfo, Native, Slot};
 use rekon_controllers::host::Host;
 use rekon_controllers::journal::Journal;
 use rekon_controllers::observe::{DecisionFailure, Observer};
@@ -213,7 +214,10 @@ impl DeciderKind {
     }
 
     fn deciders(self) -> Deciders {
-        let (pvc, claim): (Arc<dyn PvcDecider>, Arc<dyn ClaimDecider>) = match self {
+        let (pvc, claim): (
+            Arc<dyn Decider<PvcProtectionWorld>>,
+            Arc<dyn Decider<ResourceClaimWorld>>,
+        ) = match self {
             Self::Native => (Arc::new(Native), Arc::new(Native)),
             Self::Wasm => {
                 let dir = rekon_runtime::testing::guest_dir();
@@ -237,10 +241,9 @@ impl DeciderKind {
                 )
             }
         };
-        Deciders {
-            pvc: Arc::new(Slot::new(pvc)),
-            claim: Arc::new(Slot::new(claim)),
-        }
+        Deciders::new()
+            .with(Arc::new(Slot::new(pvc)))
+            .with(Arc::new(Slot::new(claim)))
     }
 }
 
