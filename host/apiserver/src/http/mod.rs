@@ -80,7 +80,40 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/apis/{group}/{version}", get(group_version))
         .fallback(resource)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY_BYTES))
+        .layer(axum::middleware::from_fn(refuse_declared_oversize))
         .with_state(app)
+}
+
+/// How much of a refused body is read before the 413, so the client gets the
+/// answer rather than a broken pipe (Go's net/http drains a bounded amount too).
+const DRAIN_BYTES: u64 = 4 * MAX_REQUEST_BODY_BYTES as u64;
+
+/// Answers 413 to a body whose Content-Length is over the limit, after reading
+/// and discarding it (bounded); bodies of unknown length meet the limit while read.
+async fn refuse_declared_oversize(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let declared = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(length) if length > MAX_REQUEST_BODY_BYTES as u64 => {
+            use futures::StreamExt;
+            let mut body = request.into_body().into_data_stream();
+            let mut read = 0u64;
+            while read <= DRAIN_BYTES {
+                match body.next().await {
+                    Some(Ok(chunk)) => read += chunk.len() as u64,
+                    _ => break,
+                }
+            }
+            ApiError::request_entity_too_large(MAX_REQUEST_BODY_BYTES).into_response()
+        }
+        _ => next.run(request).await,
+    }
 }
 
 async fn group(axum::extract::Path(group): axum::extract::Path<String>) -> Response {
