@@ -89,7 +89,12 @@ async fn metrics_move_as_the_host_reconciles() {
         .unwrap()
         .current()
         .info();
-    metrics.active_module("pvc-protection", &pvc_guest.name, &pvc_guest.digest);
+    metrics.active_module(
+        "pvc-protection",
+        &pvc_guest.name,
+        &pvc_guest.digest,
+        "rekon:reconcile@0.2.0",
+    );
     health.set_guests_loaded(true);
     for controller in ["pvc-protection", "resource-claim"] {
         metrics.register_controller(controller);
@@ -207,7 +212,7 @@ async fn metrics_move_as_the_host_reconciles() {
         0.0
     );
     let info = format!(
-        r#"rekon_guest_info{{controller="pvc-protection",guest="{}",digest="{}"}}"#,
+        r#"rekon_guest_info{{controller="pvc-protection",guest="{}",digest="{}",contract="rekon:reconcile@0.2.0"}}"#,
         pvc_guest.name, pvc_guest.digest
     );
     assert_eq!(sample(text, &info), 1.0);

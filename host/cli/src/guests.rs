@@ -68,11 +68,12 @@ pub async fn serve(
 struct MetricsBridge(Arc<dyn GuestStatus>);
 
 impl ModulesObserver for MetricsBridge {
-    fn activated(&self, controller: World, guest: &GuestInfo) {
+    fn activated(&self, controller: World, guest: &GuestInfo, contract: &str) {
         self.0.active_module(
             controller.name(),
             &guest.name,
             &format!("sha256:{}", guest.digest),
+            contract,
         );
     }
 

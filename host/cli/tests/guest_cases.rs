@@ -127,6 +127,42 @@ fn eval_prints_the_decision_as_json() {
             "name": "data", "uid": "uid-data", "resource-version": "7"
         }}]})
     );
+    assert!(
+        text(&out.stderr).contains("exports rekon:reconcile@0.2.0"),
+        "eval names the contract version: {}",
+        text(&out.stderr)
+    );
+}
+
+/// A module built for the previous contract decides the same and says so.
+#[test]
+fn eval_runs_a_0_1_0_module_and_names_its_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input.yaml");
+    std::fs::write(&input, UNUSED_DELETING_PVC).unwrap();
+    let guest = rekon_runtime::testing::contract_fixture("0.1.0", "rekon_guest_pvc_protection");
+    let out = rekon(&[
+        "eval",
+        "--guest",
+        path_str(&guest),
+        "--decision",
+        "decide",
+        "--input",
+        path_str(&input),
+    ]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("exports rekon:reconcile@0.1.0"),
+        "{}",
+        text(&out.stderr)
+    );
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        decision,
+        serde_json::json!({"actions": [{"remove-finalizer": {
+            "name": "data", "uid": "uid-data", "resource-version": "7"
+        }}]})
+    );
 }
 
 /// A panicking guest is a trap reported with its message, not a crashed

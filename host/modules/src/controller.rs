@@ -251,7 +251,7 @@ impl Controller {
         self.publish(&mut state, serving.clone(), shadow, trip);
         ModuleEvent::Activated {
             controller: self.world,
-            version: serving.id().to_string(),
+            version: format!("{} ({})", serving.id(), serving.contract()),
             replaced: replaced
                 .filter(|r| r.digest() != serving.digest())
                 .map(|r| r.id().to_string()),
@@ -269,7 +269,8 @@ impl Controller {
         state.serial += 1;
         let guard = Arc::new(Guard::new(state.policy, trip(state.serial)));
         self.slot.publish(&serving, shadow.as_ref(), guard.clone());
-        self.observer.activated(self.world, &serving.info());
+        self.observer
+            .activated(self.world, &serving.info(), &serving.contract());
         state.active = Some(Active {
             version: serving,
             guard,
@@ -342,6 +343,7 @@ impl Controller {
             name: v.id().name().to_string(),
             sha256: v.digest().to_string(),
             path: v.path().display().to_string(),
+            contract: v.contract(),
         };
         let tally = state.shadow.as_ref().map(|s| &s.tally);
         ControllerStatus {

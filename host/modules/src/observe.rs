@@ -6,8 +6,9 @@ use rekon_controllers::decider::{GuestInfo, ShadowVerdict};
 use rekon_runtime::World;
 
 pub trait ModulesObserver: Send + Sync {
-    /// `controller` decides with `guest` from now on (first load, swap, rollback).
-    fn activated(&self, _controller: World, _guest: &GuestInfo) {}
+    /// `controller` decides with `guest`, which exports `contract`
+    /// (`rekon:reconcile@0.2.0`), from now on (first load, swap, rollback).
+    fn activated(&self, _controller: World, _guest: &GuestInfo, _contract: &str) {}
     /// One shadow decision of `controller` was compared with the active one.
     fn shadow_verdict(&self, _controller: World, _verdict: ShadowVerdict) {}
 }

@@ -16,6 +16,8 @@ pub struct VersionStatus {
     pub name: String,
     pub sha256: String,
     pub path: String,
+    /// The WIT contract it exports, e.g. `rekon:reconcile@0.1.0`.
+    pub contract: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -47,6 +47,11 @@ impl ModuleVersion {
         self.guest.limits()
     }
 
+    /// The contract the module exports, e.g. `rekon:reconcile@0.1.0`.
+    pub fn contract(&self) -> String {
+        self.guest.version().package()
+    }
+
     pub fn guest(&self) -> &GuestPre {
         &self.guest
     }

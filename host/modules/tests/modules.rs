@@ -93,6 +93,11 @@ async fn pinned_modules_serve_and_a_decision_in_flight_keeps_its_version() {
     let pvc = status.controller("pvc-protection").unwrap();
     assert!(pvc.pinned);
     assert_eq!(pvc.swaps, 1);
+    assert_eq!(
+        pvc.active.as_ref().unwrap().contract,
+        "rekon:reconcile@0.2.0",
+        "the status names the contract version the module exports"
+    );
     let claim = status.controller("resource-claim").unwrap();
     assert!(
         !claim.pinned,

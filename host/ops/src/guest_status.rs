@@ -19,9 +19,10 @@ impl ShadowOutcome {
 
 /// Fed by whoever publishes decision modules. [`crate::Metrics`] implements it.
 pub trait GuestStatus: Send + Sync {
-    /// `controller` now decides with `guest` at `digest` (`sha256:<hex>`);
-    /// replaces the controller's previous `rekon_guest_info` series.
-    fn active_module(&self, controller: &str, guest: &str, digest: &str);
+    /// `controller` now decides with `guest` at `digest` (`sha256:<hex>`),
+    /// which exports `contract` (`rekon:reconcile@0.2.0`); replaces the
+    /// controller's previous `rekon_guest_info` series.
+    fn active_module(&self, controller: &str, guest: &str, digest: &str, contract: &str);
     /// One shadow decision was compared with the active one.
     fn shadow_decision(&self, controller: &str, outcome: ShadowOutcome);
 }
@@ -30,6 +31,6 @@ pub trait GuestStatus: Send + Sync {
 pub struct NoGuestStatus;
 
 impl GuestStatus for NoGuestStatus {
-    fn active_module(&self, _controller: &str, _guest: &str, _digest: &str) {}
+    fn active_module(&self, _controller: &str, _guest: &str, _digest: &str, _contract: &str) {}
     fn shadow_decision(&self, _controller: &str, _outcome: ShadowOutcome) {}
 }

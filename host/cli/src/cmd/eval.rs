@@ -40,6 +40,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.decision
         )
     })?;
+    // stderr, so stdout stays the decision's JSON.
+    eprintln!("guest {} exports {}", guest.id(), guest.version().package());
     match guest_io::decide(&guest, input) {
         Ok(decision) => {
             println!("{}", decision.to_pretty_json());

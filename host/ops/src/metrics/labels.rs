@@ -62,14 +62,17 @@ pub struct GuestInfoLabels {
     pub controller: String,
     pub guest: String,
     pub digest: String,
+    /// `rekon:reconcile@<version>` the module exports.
+    pub contract: String,
 }
 
 impl GuestInfoLabels {
-    pub fn new(controller: &str, guest: &str, digest: &str) -> Self {
+    pub fn new(controller: &str, guest: &str, digest: &str, contract: &str) -> Self {
         Self {
             controller: controller.into(),
             guest: guest.into(),
             digest: digest.into(),
+            contract: contract.into(),
         }
     }
 }

@@ -181,7 +181,7 @@ impl Metrics {
         );
         r.register(
             "rekon_guest_info",
-            "The active decision module of each controller (value 1), by guest name and digest",
+            "The active decision module of each controller (value 1), by guest name, digest and WIT contract",
             self.guest_info.clone(),
         );
         r.register(
@@ -238,8 +238,8 @@ impl Metrics {
 }
 
 impl GuestStatus for Metrics {
-    fn active_module(&self, controller: &str, guest: &str, digest: &str) {
-        let current = GuestInfoLabels::new(controller, guest, digest);
+    fn active_module(&self, controller: &str, guest: &str, digest: &str, contract: &str) {
+        let current = GuestInfoLabels::new(controller, guest, digest, contract);
         // One series per controller: the previous module's series goes away.
         let previous = self
             .active_modules
@@ -420,9 +420,24 @@ mod tests {
     #[test]
     fn the_info_metric_follows_the_active_module() {
         let m = Metrics::new();
-        m.active_module("pvc-protection", "pvc", "sha256:01");
-        m.active_module("resource-claim", "claim", "sha256:02");
-        m.active_module("pvc-protection", "pvc", "sha256:03");
+        m.active_module(
+            "pvc-protection",
+            "pvc",
+            "sha256:01",
+            "rekon:reconcile@0.1.0",
+        );
+        m.active_module(
+            "resource-claim",
+            "claim",
+            "sha256:02",
+            "rekon:reconcile@0.1.0",
+        );
+        m.active_module(
+            "pvc-protection",
+            "pvc",
+            "sha256:03",
+            "rekon:reconcile@0.2.0",
+        );
         let text = m.encode();
         let mut info: Vec<&str> = text
             .lines()
@@ -432,8 +447,8 @@ mod tests {
         assert_eq!(
             info,
             [
-                r#"rekon_guest_info{controller="pvc-protection",guest="pvc",digest="sha256:03"} 1"#,
-                r#"rekon_guest_info{controller="resource-claim",guest="claim",digest="sha256:02"} 1"#,
+                r#"rekon_guest_info{controller="pvc-protection",guest="pvc",digest="sha256:03",contract="rekon:reconcile@0.2.0"} 1"#,
+                r#"rekon_guest_info{controller="resource-claim",guest="claim",digest="sha256:02",contract="rekon:reconcile@0.1.0"} 1"#,
             ],
             "one series per controller, the swapped-out digest gone:\n{text}"
         );
