@@ -26,7 +26,7 @@ pub enum ClientLimitError {
 }
 
 #[derive(clap::Args, Debug, Clone)]
-pub struct Args {
+pub struct ApiLimitArgs {
     /// Requests per second this client may send to the API server, as
     /// kube-controller-manager's flag [default: no client-side limit].
     #[arg(long)]
@@ -36,7 +36,7 @@ pub struct Args {
     kube_api_burst: u32,
 }
 
-impl Args {
+impl ApiLimitArgs {
     /// The limit these flags ask for; `None` without `--kube-api-qps`.
     pub fn limit(&self) -> Result<Option<TokenBucketConfig>, ClientLimitError> {
         let Some(qps) = self.kube_api_qps else {
@@ -173,8 +173,8 @@ mod tests {
         );
     }
 
-    fn args(qps: Option<f64>, burst: u32) -> Args {
-        Args {
+    fn args(qps: Option<f64>, burst: u32) -> ApiLimitArgs {
+        ApiLimitArgs {
             kube_api_qps: qps,
             kube_api_burst: burst,
         }

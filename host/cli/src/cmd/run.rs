@@ -84,7 +84,7 @@ pub struct Args {
     #[command(flatten)]
     modules: crate::guests::ModuleArgs,
     #[command(flatten)]
-    api_limit: crate::client_limit::Args,
+    api_limit: crate::client_limit::ApiLimitArgs,
 }
 
 /// Where `/metrics` listens when `--metrics-addr` is not given.
@@ -224,7 +224,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 async fn external_client(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,
-    api_limit: &crate::client_limit::Args,
+    api_limit: &crate::client_limit::ApiLimitArgs,
 ) -> anyhow::Result<Client> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
