@@ -398,6 +398,7 @@ mod tests {
                 ..Default::default()
             },
             container_running: running,
+            ephemeral: Vec::new(),
         })
     }
 
