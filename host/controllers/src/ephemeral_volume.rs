@@ -406,3 +406,192 @@ fn summarize(input: &VolumeInput) -> serde_json::Value {
         })).collect::<Vec<_>>(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(deleting: bool, existing: Option<&str>) -> VolumeInput {
+        let volume = |name: &str, existing: Option<ExistingClaim>| EphemeralVolume {
+            name: name.into(),
+            template: ClaimTemplate {
+                labels: vec![("app".into(), "web".into())],
+                annotations: vec![("note".into(), "n".into())],
+                spec_json: r#"{"accessModes":["ReadWriteOnce"]}"#.into(),
+            },
+            existing,
+        };
+        VolumeInput {
+            pod: EphemeralPod {
+                namespace: "ns".into(),
+                name: "web".into(),
+                uid: "pu".into(),
+                deleting,
+            },
+            volumes: vec![
+                volume("a", None),
+                volume(
+                    "b",
+                    existing.map(|uid| ExistingClaim {
+                        name: "web-b".into(),
+                        uid: uid.into(),
+                        controller: None,
+                    }),
+                ),
+            ],
+        }
+    }
+
+    fn create(volume: &str) -> VolumeAction {
+        VolumeAction::CreatePvc(volume.into())
+    }
+
+    fn conflict(volume: &str, claim_name: &str) -> VolumeAction {
+        VolumeAction::Conflict(ClaimConflict {
+            volume: volume.into(),
+            claim_name: claim_name.into(),
+            message: "not owner".into(),
+        })
+    }
+
+    fn rejection(input: &VolumeInput, actions: &[VolumeAction]) -> String {
+        match validate(input, actions) {
+            Err(ReconcileError::Rejected(why)) => why,
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_valid_decision_plans_creates_then_the_conflict() {
+        let input = input(false, Some("other"));
+        let plan = validate(&input, &[create("a"), conflict("b", "web-b")]).unwrap();
+        assert_eq!(
+            plan.creates
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>(),
+            ["a"]
+        );
+        assert_eq!(plan.conflict.unwrap().claim_name, "web-b");
+    }
+
+    #[test]
+    fn invalid_decisions_are_refused_whole_naming_the_action() {
+        let fresh = input(false, None);
+        let why = rejection(&fresh, &[create("a"), create("zzz")]);
+        assert!(
+            why.contains("pod ns/web: action 1") && why.contains("zzz"),
+            "{why}"
+        );
+        assert!(rejection(&fresh, &[create("a"), create("a")]).contains("twice"));
+        assert!(rejection(&fresh, &[conflict("a", "web-x")]).contains("web-x"));
+        assert!(
+            rejection(&fresh, &[conflict("a", "web-a"), create("b")]).contains("after a conflict")
+        );
+        let exists = input(false, Some("pu"));
+        assert!(rejection(&exists, &[create("b")]).contains("already exists"));
+        let deleting = input(true, None);
+        assert!(rejection(&deleting, &[create("a")]).contains("being deleted"));
+        let many = vec![create("a"); 4];
+        assert!(rejection(&fresh, &many).contains("4 actions for 2 volumes"));
+        assert_eq!(validate(&deleting, &[]).unwrap().creates.len(), 0);
+    }
+
+    #[test]
+    fn a_create_longer_than_an_object_name_is_refused() {
+        let mut long = input(false, None);
+        long.volumes[0].name = "v".repeat(MAX_NAME_LENGTH);
+        let name = long.volumes[0].name.clone();
+        assert!(rejection(&long, &[create(&name)]).contains("too long"));
+    }
+
+    #[test]
+    fn the_pvc_is_built_from_the_template_with_one_controlling_owner() {
+        let input = input(false, None);
+        let meta = model::ObjectMeta {
+            namespace: "ns".into(),
+            name: "web".into(),
+            uid: "pu".into(),
+            ..Default::default()
+        };
+        let pvc = build_pvc(&meta, &input.volumes[0]).unwrap();
+        assert_eq!(pvc.metadata.name.as_deref(), Some("web-a"));
+        assert_eq!(pvc.metadata.generate_name, None);
+        assert_eq!(pvc.metadata.labels.unwrap()["app"], "web");
+        assert_eq!(pvc.metadata.annotations.unwrap()["note"], "n");
+        let owners = pvc.metadata.owner_references.unwrap();
+        assert_eq!(owners.len(), 1);
+        let owner = &owners[0];
+        assert_eq!((owner.kind.as_str(), owner.uid.as_str()), ("Pod", "pu"));
+        assert_eq!(owner.controller, Some(true));
+        assert_eq!(owner.block_owner_deletion, Some(true));
+        assert_eq!(
+            pvc.spec.unwrap().access_modes,
+            Some(vec!["ReadWriteOnce".to_string()])
+        );
+        let mut bad = input.volumes[0].clone();
+        bad.template.spec_json = "[1]".into();
+        let err = build_pvc(&meta, &bad).unwrap_err().to_string();
+        assert!(err.contains("ns/web volume a"), "{err}");
+    }
+
+    fn k8s_pod(uid: &str, deleting: bool) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": "ns", "name": "web", "uid": uid,
+                         "deletionTimestamp": deleting.then_some("2026-01-01T00:00:00Z")},
+            "spec": {"containers": [], "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "shared"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+                    "metadata": {"labels": {"z": "1", "a": "2"}},
+                    "spec": {"accessModes": ["ReadWriteOnce"]}}}}
+            ]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn templates_project_only_ephemeral_volumes_sorted() {
+        let templates = templates(&k8s_pod("u1", false));
+        assert_eq!(templates.len(), 1);
+        assert_eq!(templates[0].volume, "scratch");
+        let keys: Vec<&str> = templates[0]
+            .template
+            .labels
+            .iter()
+            .map(|l| l.0.as_str())
+            .collect();
+        assert_eq!(keys, ["a", "z"]);
+        assert_eq!(
+            templates[0].template.spec_json,
+            r#"{"accessModes":["ReadWriteOnce"]}"#
+        );
+    }
+
+    #[test]
+    fn pods_are_enqueued_on_add_and_uid_change_only() {
+        let pod =
+            |uid: &str, deleting: bool| Arc::new(CachedPod::from_pod(&k8s_pod(uid, deleting)));
+        let key = vec![ObjectKey::new("ns", "web")];
+        let added = Change::Applied {
+            old: None,
+            new: pod("u1", false),
+        };
+        assert_eq!(keys_for_pod(&added), key);
+        let same = Change::Applied {
+            old: Some(pod("u1", false)),
+            new: pod("u1", false),
+        };
+        assert!(keys_for_pod(&same).is_empty());
+        let recreated = Change::Applied {
+            old: Some(pod("u1", false)),
+            new: pod("u2", false),
+        };
+        assert_eq!(keys_for_pod(&recreated), key);
+        let deleting = Change::Applied {
+            old: None,
+            new: pod("u1", true),
+        };
+        assert!(keys_for_pod(&deleting).is_empty());
+        assert!(keys_for_pod(&Change::Deleted(pod("u1", false))).is_empty());
+    }
+}
