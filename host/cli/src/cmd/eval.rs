@@ -22,7 +22,9 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let guest = args.guest.load(None)?;
+    // `decide` belongs to two worlds: the guest's exports say which.
+    let world = (args.decision != Decision::Decide).then(|| args.decision.world());
+    let guest = args.guest.load(world)?;
     anyhow::ensure!(
         guest.world().decisions().contains(&args.decision),
         "{}: is a {} guest and does not export `{}`",
