@@ -26,6 +26,7 @@ build: guests
 guest-cases: build
 	$(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_pvc_protection.wasm guests/pvc-protection/cases
 	$(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_resource_claim.wasm guests/resource-claim/cases
+	$(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_ephemeral_volume.wasm guests/ephemeral-volume/cases
 
 test: guests
 	cargo test --workspace --no-fail-fast

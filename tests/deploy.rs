@@ -164,10 +164,11 @@ fn the_cluster_role_grants_exactly_what_the_controllers_use() {
     let expected = vec![
         rule(&[""], &["pods"], &["get", "list", "watch"]),
         rule(&[""], &["pods/status"], &["patch"]),
+        rule(&[""], &["pods/finalizers"], &["update"]),
         rule(
             &[""],
             &["persistentvolumeclaims"],
-            &["get", "list", "watch", "patch"],
+            &["get", "list", "watch", "create", "patch"],
         ),
         rule(
             &["resource.k8s.io"],
@@ -329,6 +330,7 @@ fn the_guests_config_map_holds_guests_yaml_and_both_modules() {
     for (controller, module) in [
         ("pvc-protection", "pvc-protection.wasm"),
         ("resource-claim", "resource-claim.wasm"),
+        ("ephemeral-volume", "ephemeral-volume.wasm"),
     ] {
         assert_eq!(parsed[controller]["module"].as_str(), Some(module));
         assert!(

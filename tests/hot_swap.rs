@@ -109,6 +109,10 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         &with_custom_section(&reference, "rekon-build", b"4"),
     );
     let claim = put("claim.wasm", &guest("rekon_guest_resource_claim"));
+    put(
+        "ephemeral-volume.wasm",
+        &guest("rekon_guest_ephemeral_volume"),
+    );
     let core = put("core.wasm", &wat::parse_str("(module)").unwrap());
     let trapping = put("trapping.wasm", &guest("rekon_guest_misbehaving"));
     let config = |module: &str, digest: &ModuleDigest| {
@@ -331,6 +335,10 @@ async fn a_trapping_version_is_rolled_back_and_its_keys_converge() {
     let good = put("good.wasm", &guest("rekon_guest_pvc_protection"));
     let trapping = put("trapping.wasm", &guest("rekon_guest_misbehaving"));
     let claim = put("claim.wasm", &guest("rekon_guest_resource_claim"));
+    put(
+        "ephemeral-volume.wasm",
+        &guest("rekon_guest_ephemeral_volume"),
+    );
     let yaml = format!(
         "pvc-protection:\n  module: trapping.wasm\n  sha256: {trapping}\n  \
          previous: {{module: good.wasm, sha256: {good}}}\n  \

@@ -56,6 +56,7 @@ pub enum AnyInput {
     Pvc(model::PvcInput),
     Pod(model::PodInput),
     Claim(model::ClaimInput),
+    Volume(rekon_guest::ephemeral::VolumeInput),
 }
 
 /// The output of any decision; serialises as the decision itself.
@@ -65,16 +66,22 @@ pub enum AnyDecision {
     Pvc(model::PvcDecision),
     Pod(model::PodDecision),
     Claim(model::ClaimDecision),
+    Volume(rekon_guest::ephemeral::VolumeDecision),
 }
 
 impl AnyInput {
-    /// Interprets `value` (any serde format) as the input of `decision`.
+    /// Interprets `value` (any serde format) as the input of `decision` of `world`.
     pub fn from_value<'de, D: serde::Deserializer<'de>>(
+        world: World,
         decision: Decision,
         value: D,
     ) -> Result<Self, D::Error> {
         use serde::Deserialize as _;
         Ok(match decision {
+            // Its one function is also called `decide`.
+            _ if world == World::EphemeralVolume => {
+                Self::Volume(rekon_guest::ephemeral::VolumeInput::deserialize(value)?)
+            }
             Decision::Decide => Self::Pvc(model::PvcInput::deserialize(value)?),
             Decision::DecidePod => Self::Pod(model::PodInput::deserialize(value)?),
             Decision::DecideClaim => Self::Claim(model::ClaimInput::deserialize(value)?),
@@ -83,13 +90,17 @@ impl AnyInput {
 }
 
 impl AnyDecision {
-    /// Interprets `value` as what `decision` returns.
+    /// Interprets `value` as what `decision` of `world` returns.
     pub fn from_value<'de, D: serde::Deserializer<'de>>(
+        world: World,
         decision: Decision,
         value: D,
     ) -> Result<Self, D::Error> {
         use serde::Deserialize as _;
         Ok(match decision {
+            _ if world == World::EphemeralVolume => {
+                Self::Volume(rekon_guest::ephemeral::VolumeDecision::deserialize(value)?)
+            }
             Decision::Decide => Self::Pvc(model::PvcDecision::deserialize(value)?),
             Decision::DecidePod => Self::Pod(model::PodDecision::deserialize(value)?),
             Decision::DecideClaim => Self::Claim(model::ClaimDecision::deserialize(value)?),
@@ -108,6 +119,9 @@ pub fn decide(guest: &GuestPre, input: AnyInput) -> Result<AnyDecision, RuntimeE
         AnyInput::Pvc(input) => AnyDecision::Pvc(guest.decide_pvc(input)?),
         AnyInput::Pod(input) => AnyDecision::Pod(guest.decide_pod(input)?),
         AnyInput::Claim(input) => AnyDecision::Claim(guest.decide_claim(input)?),
+        AnyInput::Volume(input) => {
+            AnyDecision::Volume(guest.decide::<rekon_contract::EphemeralVolumeWorld>(input)?)
+        }
     })
 }
 

@@ -22,6 +22,8 @@ pub struct ContractVersion {
     pub pvc_decider: &'static str,
     /// The exported interface of the resource-claim world.
     pub claim_decider: &'static str,
+    /// The exported interface of the ephemeral-volume world (0.2.0 on).
+    pub volume_decider: Option<&'static str>,
 }
 
 impl ContractVersion {
@@ -57,6 +59,7 @@ pub mod v0_2_0 {
         version: "0.2.0",
         pvc_decider: "rekon:reconcile/pvc-decider@0.2.0",
         claim_decider: "rekon:reconcile/claim-decider@0.2.0",
+        volume_decider: Some("rekon:reconcile/volume-decider@0.2.0"),
     };
 
     /// The shared `types` and the host-implemented `log` interface.
@@ -134,6 +137,7 @@ pub mod v0_1_0 {
         version: "0.1.0",
         pvc_decider: "rekon:reconcile/pvc-decider@0.1.0",
         claim_decider: "rekon:reconcile/claim-decider@0.1.0",
+        volume_decider: None,
     };
 
     /// The shared `types` and the host-implemented `log` interface.

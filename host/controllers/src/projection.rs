@@ -21,6 +21,8 @@ pub struct CachedPod {
     pub pod: model::Pod,
     /// Some container (init, app or ephemeral) is running, per the pod status.
     pub container_running: bool,
+    /// The ephemeral volumes' claim templates (the ephemeral-volume controller's input).
+    pub ephemeral: Vec<crate::ephemeral_volume::EphemeralTemplate>,
 }
 
 impl CachedPod {
@@ -28,6 +30,7 @@ impl CachedPod {
         Self {
             pod: project::project_pod(pod),
             container_running: project::any_container_running(pod),
+            ephemeral: crate::ephemeral_volume::templates(pod),
         }
     }
 

@@ -345,6 +345,7 @@ mod tests {
                 ..Default::default()
             },
             container_running: running,
+            ephemeral: Vec::new(),
         })
     }
 

@@ -32,6 +32,7 @@ impl Registration {
 pub const CONTROLLERS: &[Registration] = &[
     Registration::of::<crate::pvc_protection::PvcProtection>(),
     Registration::of::<crate::resource_claim::ResourceClaimController>(),
+    Registration::of::<crate::ephemeral_volume::EphemeralVolumeController>(),
 ];
 
 /// The names of every controller.

@@ -48,6 +48,8 @@ pub struct GuestsConfig {
     pub pvc_protection: Option<ControllerConfig>,
     #[serde(rename = "resource-claim")]
     pub resource_claim: Option<ControllerConfig>,
+    #[serde(rename = "ephemeral-volume")]
+    pub ephemeral_volume: Option<ControllerConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -142,6 +144,7 @@ impl GuestsConfig {
         match world {
             World::PvcProtection => self.pvc_protection.as_ref(),
             World::ResourceClaim => self.resource_claim.as_ref(),
+            World::EphemeralVolume => self.ephemeral_volume.as_ref(),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld, WitWorld};
+use rekon_contract::{EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld, WitWorld};
 use rekon_controllers::decider::{
     DecideError, Decider, Deciders, GuestInfo, ShadowTally, Shadowed, Slot,
 };
@@ -79,6 +79,7 @@ fn slot_for(world: World, recent_inputs: usize) -> Arc<dyn WorldSlot> {
     match world {
         World::PvcProtection => TypedSlot::<PvcProtectionWorld>::empty(recent_inputs),
         World::ResourceClaim => TypedSlot::<ResourceClaimWorld>::empty(recent_inputs),
+        World::EphemeralVolume => TypedSlot::<EphemeralVolumeWorld>::empty(recent_inputs),
     }
 }
 

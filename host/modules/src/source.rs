@@ -124,6 +124,7 @@ pub fn conventional_names(world: World) -> [&'static str; 2] {
     match world {
         World::PvcProtection => ["pvc-protection.wasm", "rekon_guest_pvc_protection.wasm"],
         World::ResourceClaim => ["resource-claim.wasm", "rekon_guest_resource_claim.wasm"],
+        World::EphemeralVolume => ["ephemeral-volume.wasm", "rekon_guest_ephemeral_volume.wasm"],
     }
 }
 

@@ -188,34 +188,19 @@ impl GuestPre {
 
 /// A WIT world the runtime can call: the one entry point generic host code uses
 /// (`guest.decide::<W>(input)`), whatever contract version the guest exports.
-pub trait GuestWorld: rekon_contract::WitWorld {
+/// Every world the contract binds is one.
+pub trait GuestWorld: BindWorld {
     /// The world as the loader names it.
     const ID: World;
-    fn call(guest: &GuestPre, input: Self::Input) -> Result<Self::Decision, RuntimeError>;
 }
 
-impl GuestWorld for PvcProtectionWorld {
-    const ID: World = World::PvcProtection;
-
-    fn call(guest: &GuestPre, input: model::PvcInput) -> Result<model::PvcDecision, RuntimeError> {
-        guest.call::<Self>(input)
-    }
-}
-
-impl GuestWorld for ResourceClaimWorld {
-    const ID: World = World::ResourceClaim;
-
-    fn call(
-        guest: &GuestPre,
-        input: ResourceClaimInput,
-    ) -> Result<ResourceClaimDecision, RuntimeError> {
-        guest.call::<Self>(input)
-    }
+impl<W: BindWorld> GuestWorld for W {
+    const ID: World = World::named(W::NAME);
 }
 
 impl GuestPre {
     /// One decision of world `W` in a fresh, limited instance.
     pub fn decide<W: GuestWorld>(&self, input: W::Input) -> Result<W::Decision, RuntimeError> {
-        W::call(self, input)
+        self.call::<W>(input)
     }
 }

@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use rekon_contract::{ContractVersion, PvcProtectionWorld, ResourceClaimWorld, SUPPORTED_VERSIONS};
+use rekon_contract::{
+    ContractVersion, EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld,
+    SUPPORTED_VERSIONS,
+};
 use wasmtime::component::Component;
 
 use crate::engine::Engine;
@@ -201,6 +204,9 @@ impl<'e> GuestLoader<'e> {
         let bound = match world {
             World::PvcProtection => Bound::new::<PvcProtectionWorld>(version.version, pre.clone()),
             World::ResourceClaim => Bound::new::<ResourceClaimWorld>(version.version, pre.clone()),
+            World::EphemeralVolume => {
+                Bound::new::<EphemeralVolumeWorld>(version.version, pre.clone())
+            }
         }
         .unwrap_or_else(|| unreachable!("version {version} is listed as supported but not bound"))
         .map_err(link_err)?;
@@ -282,7 +288,7 @@ fn detect_world(
     let found: Vec<(World, &'static ContractVersion)> = SUPPORTED_VERSIONS
         .iter()
         .flat_map(|v| worlds.iter().map(move |w| (*w, v)))
-        .filter(|(w, v)| exports.iter().any(|e| e == w.export(v)))
+        .filter(|(w, v)| w.export(v).is_some_and(|x| exports.iter().any(|e| e == x)))
         .collect();
     match found.as_slice() {
         [one] => Ok(*one),
@@ -322,7 +328,7 @@ fn unsupported_version(exports: &[String], worlds: &[World]) -> Option<(String, 
 fn expected_exports(worlds: &[World]) -> String {
     let names: Vec<&str> = SUPPORTED_VERSIONS
         .iter()
-        .flat_map(|v| worlds.iter().map(move |w| w.export(v)))
+        .flat_map(|v| worlds.iter().filter_map(move |w| w.export(v)))
         .collect();
     match names.as_slice() {
         [one] => one.to_string(),

@@ -10,17 +10,36 @@ use rekon_contract::ContractVersion;
 pub enum World {
     PvcProtection,
     ResourceClaim,
+    EphemeralVolume,
 }
 
 impl World {
-    pub const ALL: [World; 2] = [World::PvcProtection, World::ResourceClaim];
+    pub const ALL: [World; 3] = [
+        World::PvcProtection,
+        World::ResourceClaim,
+        World::EphemeralVolume,
+    ];
 
     /// The WIT world name, without package or version.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             World::PvcProtection => "pvc-protection",
             World::ResourceClaim => "resource-claim",
+            World::EphemeralVolume => "ephemeral-volume",
         }
+    }
+
+    /// The world called `name` (a contract `WitWorld::NAME`); compile-time only:
+    /// a name the runtime does not know fails the build.
+    pub const fn named(name: &str) -> World {
+        let mut i = 0;
+        while i < World::ALL.len() {
+            if const_eq(World::ALL[i].name(), name) {
+                return World::ALL[i];
+            }
+            i += 1;
+        }
+        panic!("the contract binds a world the runtime's World does not list")
     }
 
     /// The exported decider interface, without package or version.
@@ -28,14 +47,17 @@ impl World {
         match self {
             World::PvcProtection => "pvc-decider",
             World::ResourceClaim => "claim-decider",
+            World::EphemeralVolume => "volume-decider",
         }
     }
 
-    /// The interface a component of this world exports in `version`.
-    pub fn export(self, version: &ContractVersion) -> &'static str {
+    /// The interface a component of this world exports in `version`; `None`
+    /// when the world is not part of that version.
+    pub fn export(self, version: &ContractVersion) -> Option<&'static str> {
         match self {
-            World::PvcProtection => version.pvc_decider,
-            World::ResourceClaim => version.claim_decider,
+            World::PvcProtection => Some(version.pvc_decider),
+            World::ResourceClaim => Some(version.claim_decider),
+            World::EphemeralVolume => version.volume_decider,
         }
     }
 
@@ -43,8 +65,25 @@ impl World {
         match self {
             World::PvcProtection => &[Decision::Decide],
             World::ResourceClaim => &[Decision::DecidePod, Decision::DecideClaim],
+            // Its one function is also called `decide`.
+            World::EphemeralVolume => &[Decision::Decide],
         }
     }
+}
+
+const fn const_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 impl fmt::Display for World {
@@ -123,16 +162,24 @@ mod tests {
     fn exports_name_the_versioned_interface() {
         for v in rekon_contract::SUPPORTED_VERSIONS {
             for world in World::ALL {
-                assert_eq!(
-                    world.export(v),
-                    format!("rekon:reconcile/{}@{}", world.interface(), v.version)
-                );
+                if let Some(export) = world.export(v) {
+                    assert_eq!(
+                        export,
+                        format!("rekon:reconcile/{}@{}", world.interface(), v.version)
+                    );
+                }
             }
         }
         let v = &rekon_contract::SUPPORTED_VERSIONS[0];
         assert_eq!(
             World::PvcProtection.export(v),
-            "rekon:reconcile/pvc-decider@0.2.0"
+            Some("rekon:reconcile/pvc-decider@0.2.0")
         );
+        assert_eq!(
+            World::EphemeralVolume.export(v),
+            Some("rekon:reconcile/volume-decider@0.2.0")
+        );
+        let v0_1 = rekon_contract::ContractVersion::find("0.1.0").unwrap();
+        assert_eq!(World::EphemeralVolume.export(v0_1), None);
     }
 }

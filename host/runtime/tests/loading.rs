@@ -46,7 +46,8 @@ fn empty_component_exports_nothing() {
     assert_eq!(
         err.to_string(),
         "empty: does not export any of rekon:reconcile/pvc-decider@0.2.0, \
-         rekon:reconcile/claim-decider@0.2.0, rekon:reconcile/pvc-decider@0.1.0, \
+         rekon:reconcile/claim-decider@0.2.0, rekon:reconcile/volume-decider@0.2.0, \
+         rekon:reconcile/pvc-decider@0.1.0, \
          rekon:reconcile/claim-decider@0.1.0; it exports nothing; \
          host supports rekon:reconcile 0.2.0, 0.1.0"
     );
@@ -173,4 +174,46 @@ fn loaded_guests_can_be_shared_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<rekon_runtime::GuestPre>();
     assert_send_sync::<Engine>();
+}
+
+#[test]
+fn the_ephemeral_volume_guest_is_detected_and_decides_through_the_generic_call() {
+    use rekon_contract::EphemeralVolumeWorld;
+    use rekon_guest::ephemeral::*;
+    let guest = engine()
+        .loader()
+        .file(built_guest("rekon_guest_ephemeral_volume"))
+        .expect("ephemeral-volume guest (run `make guests`)");
+    assert_eq!(guest.world(), World::EphemeralVolume);
+    assert_eq!(guest.version().version, "0.2.0");
+    let input = VolumeInput {
+        pod: EphemeralPod {
+            namespace: "ns".into(),
+            name: "web".into(),
+            uid: "pu".into(),
+            deleting: false,
+        },
+        volumes: vec![EphemeralVolume {
+            name: "scratch".into(),
+            ..EphemeralVolume::default()
+        }],
+    };
+    let decision = guest.decide::<EphemeralVolumeWorld>(input).unwrap();
+    assert_eq!(
+        decision.actions,
+        [VolumeAction::CreatePvc("scratch".into())]
+    );
+    // A guest of another world is refused by name, not trapped.
+    let pvc = engine()
+        .loader()
+        .file(built_guest("rekon_guest_pvc_protection"))
+        .unwrap();
+    let err = pvc
+        .decide::<EphemeralVolumeWorld>(VolumeInput::default())
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is a pvc-protection guest and does not export `decide`"),
+        "{err}"
+    );
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
+use rekon_contract::{EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld};
 use rekon_controllers::decider::{ShadowDifference, ShadowTally, Shadowed, Slot};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::registry::Selection;
@@ -132,6 +132,7 @@ fn compared(old: GuestPre, new: GuestPre, tally: Arc<ShadowTally>, deciders: Dec
     match old.world() {
         World::PvcProtection => deciders.with(shadowed::<PvcProtectionWorld>(old, new, tally)),
         World::ResourceClaim => deciders.with(shadowed::<ResourceClaimWorld>(old, new, tally)),
+        World::EphemeralVolume => deciders.with(shadowed::<EphemeralVolumeWorld>(old, new, tally)),
     }
 }
 

@@ -22,7 +22,8 @@ pub const GUEST_FAILED: u8 = 2;
 pub struct Args {
     #[command(flatten)]
     guest: GuestArgs,
-    /// The exported decision: decide (pvc-protection), decide-pod or decide-claim (resource-claim).
+    /// The exported decision: decide (pvc-protection, ephemeral-volume), decide-pod or
+    /// decide-claim (resource-claim).
     #[arg(long)]
     decision: Decision,
     /// The decision input in its model form (kebab-case), as .json or .yaml.
@@ -31,9 +32,18 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let guest = args.guest.load(Some(args.decision.world()))?;
+    // `decide` belongs to two worlds: the guest's exports say which.
+    let world = (args.decision != Decision::Decide).then(|| args.decision.world());
+    let guest = args.guest.load(world)?;
+    anyhow::ensure!(
+        guest.world().decisions().contains(&args.decision),
+        "{}: is a {} guest and does not export `{}`",
+        args.guest.guest.display(),
+        guest.world(),
+        args.decision
+    );
     let value: serde_json::Value = guest_io::read_file(&args.input)?;
-    let input = AnyInput::from_value(args.decision, value).with_context(|| {
+    let input = AnyInput::from_value(guest.world(), args.decision, value).with_context(|| {
         format!(
             "{}: not a valid `{}` input",
             args.input.display(),

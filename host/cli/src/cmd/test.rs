@@ -3,7 +3,7 @@
 //! ```yaml
 //! cases:
 //!   - name: some case
-//!     decision: decide            # decide | decide-pod | decide-claim
+//!     decision: decide            # decide | decide-pod | decide-claim (per the guest's world)
 //!     input: {...}                # the model's serde form
 //!     expect: {...}               # the decision, compared structurally
 //! ```
@@ -96,9 +96,9 @@ fn run_file(guest: &GuestPre, file: &Path, tally: &mut Tally) {
 /// `Err` carries the explanation to print under the FAIL line.
 fn run_case(guest: &GuestPre, case: &Case) -> Result<(), String> {
     let decision: Decision = case.decision.parse().map_err(|e| format!("{e}"))?;
-    let input = AnyInput::from_value(decision, case.input.clone())
+    let input = AnyInput::from_value(guest.world(), decision, case.input.clone())
         .map_err(|e| format!("input is not a valid `{decision}` input: {e}"))?;
-    let expected = AnyDecision::from_value(decision, case.expect.clone())
+    let expected = AnyDecision::from_value(guest.world(), decision, case.expect.clone())
         .map_err(|e| format!("expect is not a valid `{decision}` result: {e}"))?;
     let actual = guest_io::decide(guest, input).map_err(|e| e.to_string())?;
     if actual == expected {
