@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod context;
 pub mod decider;
+pub mod fence;
 pub mod host;
 pub mod journal;
 pub mod observe;

@@ -17,6 +17,7 @@ use rekon_machinery::queue::{QueueKey, WorkQueue};
 
 use crate::context::Context;
 use crate::decider::Slot;
+use crate::fence::Fence;
 use crate::observe::ReconcileResult;
 use crate::pool::panic_message;
 use crate::reconcile::{Outcome, ReconcileError, log_failure};
@@ -105,7 +106,8 @@ impl Drop for Alive {
 
 /// One worker: waits for the controller's caches, then reconciles keys until
 /// the queue shuts down. A panicking reconcile is counted, its key released and
-/// requeued with backoff; the worker goes on.
+/// requeued with backoff; the worker goes on. Once `fence` is revoked the
+/// reconcile in flight is dropped (cancelled at its next await) and the worker ends.
 pub(crate) async fn work<R: Reconciler>(
     controller: Arc<R>,
     ctx: Arc<Context>,
@@ -113,6 +115,7 @@ pub(crate) async fn work<R: Reconciler>(
     gates: Arc<Vec<Arc<dyn SyncGate>>>,
     count: Arc<WorkerCount>,
     stopping: Arc<AtomicBool>,
+    fence: Fence,
     on_done: Arc<dyn Fn() + Send + Sync>,
 ) {
     let _alive = Alive::new(count);
@@ -125,9 +128,15 @@ pub(crate) async fn work<R: Reconciler>(
             break;
         }
         let started = Instant::now();
-        let reconciled = AssertUnwindSafe(controller.reconcile(&key))
-            .catch_unwind()
-            .await;
+        let reconcile = AssertUnwindSafe(controller.reconcile(&key)).catch_unwind();
+        let reconciled = tokio::select! {
+            biased;
+            _ = fence.revoked() => {
+                queue.done(&key);
+                break;
+            }
+            reconciled = reconcile => reconciled,
+        };
         let (outcome, result) = match reconciled {
             Ok(Ok(outcome)) => (outcome, result_of(outcome)),
             Ok(Err(err)) => (
@@ -233,6 +242,7 @@ mod tests {
             Arc::new(Vec::new()),
             count.clone(),
             Arc::new(AtomicBool::new(false)),
+            Fence::default(),
             Arc::new(|| {}),
         ));
         queue.add("ns/a".to_string());
