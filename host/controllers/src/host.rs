@@ -17,7 +17,7 @@ use crate::decider::Deciders;
 use crate::fence::Fence;
 use crate::journal::Journal;
 use crate::observe::Observer;
-use crate::reconciler::{QueueView, Reconciler, WorkerCount, work};
+use crate::reconciler::{Halt, QueueView, Reconciler, WorkerCount, work};
 use crate::registry::{CONTROLLERS, Registration, Selection, missing_apis};
 use crate::watches::{Feeds, Watches};
 
@@ -141,8 +141,10 @@ pub(crate) fn start<R: Reconciler>(shared: &Shared) -> Result<Running, StartErro
                 queue.clone(),
                 gates.clone(),
                 count.clone(),
-                shared.stopping.clone(),
-                shared.fence.clone(),
+                Halt {
+                    stopping: shared.stopping.clone(),
+                    fence: shared.fence.clone(),
+                },
                 on_done.clone(),
             ))
         })

@@ -104,6 +104,13 @@ impl Drop for Alive {
     }
 }
 
+/// How a worker is told to stop: gently (no new key) or at once (revoked).
+#[derive(Clone, Default)]
+pub(crate) struct Halt {
+    pub stopping: Arc<AtomicBool>,
+    pub fence: Fence,
+}
+
 /// One worker: waits for the controller's caches, then reconciles keys until
 /// the queue shuts down. A panicking reconcile is counted, its key released and
 /// requeued with backoff; the worker goes on. Once `fence` is revoked the
@@ -114,10 +121,10 @@ pub(crate) async fn work<R: Reconciler>(
     queue: Arc<WorkQueue<R::Key>>,
     gates: Arc<Vec<Arc<dyn SyncGate>>>,
     count: Arc<WorkerCount>,
-    stopping: Arc<AtomicBool>,
-    fence: Fence,
+    halt: Halt,
     on_done: Arc<dyn Fn() + Send + Sync>,
 ) {
+    let Halt { stopping, fence } = halt;
     let _alive = Alive::new(count);
     for gate in gates.iter() {
         gate.wait_synced().await;
@@ -241,8 +248,7 @@ mod tests {
             queue.clone(),
             Arc::new(Vec::new()),
             count.clone(),
-            Arc::new(AtomicBool::new(false)),
-            Fence::default(),
+            Halt::default(),
             Arc::new(|| {}),
         ));
         queue.add("ns/a".to_string());
