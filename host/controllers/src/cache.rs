@@ -48,6 +48,9 @@ struct Inner<P> {
 /// The cache of one resource type.
 pub struct Cache<P> {
     inner: RwLock<Inner<P>>,
+    /// A full list is stored (its changes may still be on their way to handlers).
+    listed: AtomicBool,
+    /// The first list is stored and its changes were delivered.
     synced: AtomicBool,
     synced_notify: Notify,
 }
@@ -59,6 +62,7 @@ impl<P: Projection> Cache<P> {
                 objects: HashMap::new(),
                 indexes: Vec::new(),
             }),
+            listed: AtomicBool::new(false),
             synced: AtomicBool::new(false),
             synced_notify: Notify::new(),
         }
@@ -120,11 +124,24 @@ impl<P: Projection> Cache<P> {
         self.len() == 0
     }
 
+    /// Whether a full list is stored, delivered or not.
+    pub fn is_listed(&self) -> bool {
+        self.listed.load(Ordering::Acquire)
+    }
+
+    /// Whether the first full list is stored and its changes were delivered.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
     }
 
-    /// Waits until the first full list has been applied.
+    /// Called once a list's changes reached every handler: only then may a
+    /// worker start or the host report idle (their keys are queued by now).
+    pub fn mark_synced(&self) {
+        self.synced.store(true, Ordering::Release);
+        self.synced_notify.notify_waiters();
+    }
+
+    /// Waits until the first full list has been applied and delivered.
     pub async fn wait_synced(&self) {
         loop {
             let notified = self.synced_notify.notified();
@@ -196,9 +213,8 @@ impl<P: Projection> Cache<P> {
                 changes.push(Change::Applied { old, new });
             }
             changes.extend(previous.into_values().map(Change::Deleted));
+            self.listed.store(true, Ordering::Release);
         }
-        self.synced.store(true, Ordering::Release);
-        self.synced_notify.notify_waiters();
         changes
     }
 }
@@ -264,6 +280,7 @@ where
                 for change in cache.replace(relist.take().unwrap_or_default()) {
                     on_change(change);
                 }
+                cache.mark_synced();
             }
             watcher::Event::Apply(obj) => on_change(cache.apply(P::project(&obj))),
             watcher::Event::Delete(obj) => {
@@ -347,7 +364,7 @@ mod tests {
         cache.apply(obj("gone", "z"));
         assert!(!cache.is_synced());
         let changes = cache.replace(vec![obj("a", "x2")]);
-        assert!(cache.is_synced());
+        assert!(cache.is_listed() && !cache.is_synced(), "not delivered yet");
         let deleted: Vec<_> = changes
             .iter()
             .filter_map(|c| match c {
@@ -393,5 +410,45 @@ mod tests {
         assert!(matches!(&changes[0], Change::Applied { old: Some(old), .. } if old.tag == "x"));
         assert!(matches!(&changes[1], Change::Applied { old: None, .. }));
         assert!(matches!(&changes[2], Change::Deleted(old) if old.name == "a"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cache_is_synced_only_once_its_initial_list_reached_the_handler() {
+        use rekon_apiserver::{ApiServer, ServerConfig};
+        use serde_json::json;
+        use std::sync::atomic::AtomicUsize;
+        const N: usize = 300;
+        let server = ApiServer::start(ServerConfig::new(), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let mut objects =
+            vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})];
+        objects.extend((0..N).map(|i| {
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                   "metadata": {"namespace": "ns", "name": format!("pvc-{i}")}, "spec": {}})
+        }));
+        server.store().load_objects(objects).unwrap();
+        let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
+        let cache = Arc::new(Cache::<rekon_guest::model::Pvc>::new());
+        let delivered = Arc::new(AtomicUsize::new(0));
+        // A slow handler (enqueue rules over a large list take time).
+        let handler = {
+            let delivered = delivered.clone();
+            move |_: Change<rekon_guest::model::Pvc>| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                delivered.fetch_add(1, Ordering::AcqRel);
+            }
+        };
+        let reflector = tokio::spawn(reflect(client, cache.clone(), handler));
+        tokio::time::timeout(std::time::Duration::from_secs(20), cache.wait_synced())
+            .await
+            .expect("the cache syncs");
+        assert_eq!(
+            delivered.load(Ordering::Acquire),
+            N,
+            "synced before the initial list reached the handler"
+        );
+        reflector.abort();
+        server.shutdown().await;
     }
 }

@@ -14,9 +14,10 @@ use tokio::task::JoinHandle;
 
 use crate::context::Context;
 use crate::decider::Deciders;
+use crate::fence::Fence;
 use crate::journal::Journal;
 use crate::observe::Observer;
-use crate::reconciler::{QueueView, Reconciler, WorkerCount, work};
+use crate::reconciler::{Halt, QueueView, Reconciler, WorkerCount, work};
 use crate::registry::{CONTROLLERS, Registration, Selection, missing_apis};
 use crate::watches::{Feeds, Watches};
 
@@ -98,6 +99,8 @@ pub(crate) struct Shared {
     activity: Arc<Activity>,
     /// Set at shutdown: workers take no new key, nothing more starts.
     stopping: Arc<AtomicBool>,
+    /// Revoked when leadership is gone: no write leaves, reconciles are cancelled.
+    fence: Fence,
     running: Mutex<Vec<Running>>,
     /// Controllers whose first discovery answer is still outstanding.
     undiscovered: AtomicUsize,
@@ -138,7 +141,10 @@ pub(crate) fn start<R: Reconciler>(shared: &Shared) -> Result<Running, StartErro
                 queue.clone(),
                 gates.clone(),
                 count.clone(),
-                shared.stopping.clone(),
+                Halt {
+                    stopping: shared.stopping.clone(),
+                    fence: shared.fence.clone(),
+                },
                 on_done.clone(),
             ))
         })
@@ -269,8 +275,9 @@ impl Host {
     /// Starts the selected controllers: those on core APIs at once, the others
     /// once discovery shows their APIs. Reconciles begin once their caches synced.
     pub fn start(client: Client, config: HostConfig) -> Self {
+        let fence = Fence::default();
         let ctx = Arc::new(Context::new(
-            client.clone(),
+            fence.client(client.clone()),
             config.journal,
             config.observer.clone(),
         ));
@@ -284,6 +291,7 @@ impl Host {
             queue: config.queue,
             activity,
             stopping: Arc::new(AtomicBool::new(false)),
+            fence,
             running: Mutex::default(),
             undiscovered: AtomicUsize::new(0),
         });
@@ -386,9 +394,15 @@ impl Host {
         }
     }
 
-    /// Stops taking keys, lets reconciles in flight finish within `grace`, stops
-    /// the watches. Queued keys are dropped: the next start finds their work again
-    /// from the cluster state.
+    /// Leadership is gone: from now on no write leaves this host, a write in
+    /// flight is cut off, and every reconcile in flight is cancelled.
+    pub fn revoke(&self) {
+        self.shared.fence.revoke();
+    }
+
+    /// Stops taking keys, lets reconciles in flight finish within `grace`, then
+    /// cancels the rest (see [`Host::revoke`]) and stops the watches. Queued keys
+    /// are dropped: the next start finds their work again from the cluster state.
     pub async fn shutdown(self, grace: Duration) {
         self.shared.stopping.store(true, Ordering::Release);
         for task in &self.discovery {
@@ -404,12 +418,16 @@ impl Host {
                 })
                 .collect()
         };
-        let workers = futures::future::join_all(workers);
-        if tokio::time::timeout(grace, workers).await.is_err() {
+        let aborts: Vec<_> = workers.iter().map(JoinHandle::abort_handle).collect();
+        let mut workers = futures::future::join_all(workers);
+        if tokio::time::timeout(grace, &mut workers).await.is_err() {
             tracing::warn!(
                 ?grace,
-                "reconciles still running at shutdown were abandoned"
+                "reconciles still running at shutdown were cancelled"
             );
+            self.revoke();
+            aborts.iter().for_each(|task| task.abort());
+            workers.await;
         }
         self.shared.feeds.stop();
     }

@@ -9,6 +9,7 @@ pub mod cache;
 pub mod context;
 pub mod decider;
 pub mod ephemeral_volume;
+pub mod fence;
 pub mod host;
 pub mod journal;
 pub mod observe;

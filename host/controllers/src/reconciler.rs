@@ -17,6 +17,7 @@ use rekon_machinery::queue::{QueueKey, WorkQueue};
 
 use crate::context::Context;
 use crate::decider::Slot;
+use crate::fence::Fence;
 use crate::observe::ReconcileResult;
 use crate::pool::panic_message;
 use crate::reconcile::{Outcome, ReconcileError, log_failure};
@@ -103,18 +104,27 @@ impl Drop for Alive {
     }
 }
 
+/// How a worker is told to stop: gently (no new key) or at once (revoked).
+#[derive(Clone, Default)]
+pub(crate) struct Halt {
+    pub stopping: Arc<AtomicBool>,
+    pub fence: Fence,
+}
+
 /// One worker: waits for the controller's caches, then reconciles keys until
 /// the queue shuts down. A panicking reconcile is counted, its key released and
-/// requeued with backoff; the worker goes on.
+/// requeued with backoff; the worker goes on. Once `fence` is revoked the
+/// reconcile in flight is dropped (cancelled at its next await) and the worker ends.
 pub(crate) async fn work<R: Reconciler>(
     controller: Arc<R>,
     ctx: Arc<Context>,
     queue: Arc<WorkQueue<R::Key>>,
     gates: Arc<Vec<Arc<dyn SyncGate>>>,
     count: Arc<WorkerCount>,
-    stopping: Arc<AtomicBool>,
+    halt: Halt,
     on_done: Arc<dyn Fn() + Send + Sync>,
 ) {
+    let Halt { stopping, fence } = halt;
     let _alive = Alive::new(count);
     for gate in gates.iter() {
         gate.wait_synced().await;
@@ -125,9 +135,15 @@ pub(crate) async fn work<R: Reconciler>(
             break;
         }
         let started = Instant::now();
-        let reconciled = AssertUnwindSafe(controller.reconcile(&key))
-            .catch_unwind()
-            .await;
+        let reconcile = AssertUnwindSafe(controller.reconcile(&key)).catch_unwind();
+        let reconciled = tokio::select! {
+            biased;
+            _ = fence.revoked() => {
+                queue.done(&key);
+                break;
+            }
+            reconciled = reconcile => reconciled,
+        };
         let (outcome, result) = match reconciled {
             Ok(Ok(outcome)) => (outcome, result_of(outcome)),
             Ok(Err(err)) => (
@@ -232,7 +248,7 @@ mod tests {
             queue.clone(),
             Arc::new(Vec::new()),
             count.clone(),
-            Arc::new(AtomicBool::new(false)),
+            Halt::default(),
             Arc::new(|| {}),
         ));
         queue.add("ns/a".to_string());

@@ -83,7 +83,9 @@ impl Feeds {
             }
         };
         let mut handlers = feed.handlers.write().unwrap();
-        if cache.is_synced() {
+        // Listed, not synced: the reflector may be past some of the list's
+        // changes already; replaying the whole list misses none (keys dedup).
+        if cache.is_listed() {
             for obj in cache.list() {
                 handler(&Change::Applied {
                     old: None,

@@ -26,6 +26,9 @@ pub enum WriteError {
     Invalid { object: String, message: String },
     #[error("writing {object} failed: {message}")]
     Failed { object: String, message: String },
+    /// Leadership is gone: the request was not sent, or was cut off in flight.
+    #[error("not writing {object}: this replica no longer leads")]
+    NotLeading { object: String },
 }
 
 impl WriteError {
@@ -44,6 +47,7 @@ impl WriteError {
                 };
                 (status.code, error)
             }
+            other if crate::fence::is_revoked(&other) => (0, Self::NotLeading { object }),
             other => (
                 0,
                 Self::Failed {

@@ -21,10 +21,17 @@ pub struct Supervision {
 }
 
 /// A running host that is stopped even if the supervising future is dropped
-/// (cancelled): its workers then take no new key.
+/// (cancelled): nothing renews the lease then, so its writes are fenced and its
+/// reconciles cancelled at once.
 struct Running(Option<Host>);
 
 impl Running {
+    fn revoke(&self) {
+        if let Some(host) = &self.0 {
+            host.revoke();
+        }
+    }
+
     async fn shutdown(mut self, grace: Duration) {
         if let Some(host) = self.0.take() {
             host.shutdown(grace).await;
@@ -34,10 +41,11 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(host) = self.0.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(host.shutdown(Duration::ZERO));
+        if let Some(host) = self.0.take() {
+            host.revoke();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(host.shutdown(Duration::ZERO));
+            }
         }
     }
 }
@@ -65,9 +73,10 @@ impl Supervision {
     }
 
     /// Campaigns for the lease; while it holds the lease, runs the controllers
-    /// from `start` (a fresh host per term). Losing the lease stops them at once
-    /// (no new key; at most the reconciles in flight finish their conditional
-    /// writes) and the replica campaigns again as a standby. On `shutdown` the
+    /// from `start` (a fresh host per term). Losing the lease revokes the host's
+    /// fence at once (no write leaves after the loss is known; reconciles in
+    /// flight are cancelled, not detached) and the replica campaigns again as a
+    /// standby. On `shutdown` the
     /// controllers stop within the grace and the lease is released.
     pub async fn run_elected(
         &self,
@@ -92,6 +101,7 @@ impl Supervision {
             tracing::info!(%lease, "leading: controllers started");
             tokio::select! {
                 lost = elector.hold() => {
+                    host.revoke();
                     self.metrics.set_leader(&lease, false);
                     self.health.set_standby();
                     tracing::error!(%lease, reason = %lost, "lost the lease: controllers stopped");
