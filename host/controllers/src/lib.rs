@@ -10,6 +10,7 @@ pub mod context;
 pub mod decider;
 pub mod host;
 pub mod journal;
+mod live_pods;
 pub mod observe;
 pub mod pool;
 pub mod projection;

@@ -11,6 +11,7 @@ use rekon_guest::model;
 use rekon_machinery::enqueue::PodView;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::cache::{Cache, ObjectKey, Projection};
 use crate::context::Caches;
@@ -36,6 +37,28 @@ impl CachedPod {
         PodView {
             pod: &self.pod,
             container_running: self.container_running,
+        }
+    }
+}
+
+/// A PVC as the caches keep it: the guest's `model::Pvc` and when the host
+/// observed this copy (pvc-protection: a live pod list issued later is fresh
+/// enough to release it, see `pvc_protection::LivePodLists`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedPvc {
+    pub pvc: model::Pvc,
+    pub observed: Instant,
+}
+
+impl CachedPvc {
+    pub fn from_pvc(pvc: &PersistentVolumeClaim) -> Self {
+        Self::observed_now(project::project_pvc(pvc))
+    }
+
+    pub fn observed_now(pvc: model::Pvc) -> Self {
+        Self {
+            pvc,
+            observed: Instant::now(),
         }
     }
 }
@@ -89,6 +112,11 @@ impl HasMeta for CachedPod {
         &self.pod.meta
     }
 }
+impl HasMeta for CachedPvc {
+    fn meta(&self) -> &model::ObjectMeta {
+        &self.pvc.meta
+    }
+}
 macro_rules! has_meta {
     ($($ty:ty),*) => {$(
         impl HasMeta for $ty {
@@ -96,18 +124,14 @@ macro_rules! has_meta {
         }
     )*};
 }
-has_meta!(
-    model::Pvc,
-    model::ResourceClaim,
-    model::ResourceClaimTemplate
-);
+has_meta!(model::ResourceClaim, model::ResourceClaimTemplate);
 
 fn meta_of(obj: &impl HasMeta) -> &model::ObjectMeta {
     obj.meta()
 }
 
 watched!(CachedPod, Pod, CachedPod::from_pod, pods);
-watched!(model::Pvc, PersistentVolumeClaim, pvc, pvcs);
+watched!(CachedPvc, PersistentVolumeClaim, CachedPvc::from_pvc, pvcs);
 watched!(model::ResourceClaim, ResourceClaim, claim, claims);
 watched!(
     model::ResourceClaimTemplate,
@@ -115,10 +139,6 @@ watched!(
     template,
     templates
 );
-
-pub fn pvc(pvc: &PersistentVolumeClaim) -> model::Pvc {
-    project::project_pvc(pvc)
-}
 
 pub fn claim(claim: &ResourceClaim) -> model::ResourceClaim {
     project::project_claim(claim)
