@@ -3,6 +3,9 @@
 //! A cached pod is the guest's `model::Pod` plus the one fact the enqueue rules
 //! need that decisions do not (whether a container still runs), so the cache never
 //! keeps managedFields, container specs or anything else a decision does not read.
+//! Pods and PVCs are cached without labels and annotations: no decision reads a
+//! pod's or a PVC's (resource-claim copies the template's), and they are most of
+//! a projected object's bytes (issue 12: <= 2 KiB per cached pod or PVC).
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
@@ -26,8 +29,10 @@ pub struct CachedPod {
 
 impl CachedPod {
     pub fn from_pod(pod: &Pod) -> Self {
+        let mut projected = project::project_pod(pod);
+        unlabel(&mut projected.meta);
         Self {
-            pod: project::project_pod(pod),
+            pod: projected,
             container_running: project::any_container_running(pod),
         }
     }
@@ -52,7 +57,9 @@ pub struct CachedPvc {
 
 impl CachedPvc {
     pub fn from_pvc(pvc: &PersistentVolumeClaim) -> Self {
-        Self::observed_now(project::project_pvc(pvc))
+        let mut projected = project::project_pvc(pvc);
+        unlabel(&mut projected.meta);
+        Self::observed_now(projected)
     }
 
     pub fn observed_now(pvc: model::Pvc) -> Self {
@@ -61,6 +68,12 @@ impl CachedPvc {
             observed: Instant::now(),
         }
     }
+}
+
+/// Drops labels and annotations (see the module docs), with their capacity.
+fn unlabel(meta: &mut model::ObjectMeta) {
+    meta.labels = Vec::new();
+    meta.annotations = Vec::new();
 }
 
 fn key_of(meta: &model::ObjectMeta) -> ObjectKey {
@@ -151,4 +164,34 @@ pub fn template(template: &ResourceClaimTemplate) -> model::ResourceClaimTemplat
         tracing::error!(error = %err, "cannot project a ResourceClaimTemplate");
         model::ResourceClaimTemplate::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cached_pods_and_pvcs_keep_no_labels_or_annotations_and_fit_the_budget() {
+        let meta = json!({"namespace": "ns", "name": "web-0", "uid": "0b5c5bd0-6f3a-4b59-9d7a-1c2a3e4f5a6b",
+            "resourceVersion": "123456", "labels": {"app": "web", "pod-template-hash": "5d8f7c9b6"},
+            "annotations": {"note": "x".repeat(500)}});
+        let pod: Pod =
+            serde_json::from_value(json!({"metadata": meta, "spec": {"nodeName": "node-1",
+            "containers": [{"name": "c"}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}}))
+            .unwrap();
+        let cached = CachedPod::from_pod(&pod);
+        assert!(cached.pod.meta.labels.is_empty() && cached.pod.meta.annotations.is_empty());
+        assert_eq!(cached.pod.volumes.len(), 1);
+        assert!(
+            project::pod_footprint(&cached.pod) <= 1024,
+            "{}",
+            project::pod_footprint(&cached.pod)
+        );
+        let pvc: PersistentVolumeClaim = serde_json::from_value(json!({"metadata": meta})).unwrap();
+        let cached = CachedPvc::from_pvc(&pvc);
+        assert!(cached.pvc.meta.labels.is_empty() && cached.pvc.meta.annotations.is_empty());
+        assert_eq!(cached.pvc.meta.name, "web-0");
+    }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use rekon_guest::model::{self, PvcDecision, PvcInput};
@@ -231,12 +231,16 @@ type LiveList = Arc<PodsByPvc>;
 /// unless it is gone. Many keys then share one LIST: at most one is in flight per
 /// namespace (the slot's lock), and the keys waiting take the next one.
 ///
-/// A namespace's entry lives while reconciles of that namespace use or wait for
-/// it, and is freed by the last one. A failed list is not kept.
+/// A namespace's last list is kept for [`RETAIN`] after it was issued, so keys
+/// dequeued one after another share it too; older lists nobody holds are dropped
+/// by the next request for any namespace. A failed list is not kept.
 #[derive(Default)]
 struct LivePodLists {
     by_namespace: Mutex<HashMap<String, Arc<NamespaceList>>>,
 }
+
+/// How long a live list is kept for later keys (memory, not freshness: see above).
+const RETAIN: Duration = Duration::from_secs(5);
 
 /// The last live list of one namespace and when it was issued.
 type NamespaceList = tokio::sync::Mutex<Option<(Instant, LiveList)>>;
@@ -249,25 +253,19 @@ impl LivePodLists {
         namespace: &str,
         not_before: Instant,
     ) -> Result<LiveList, ReconcileError> {
-        let slot = self
-            .by_namespace
-            .lock()
-            .unwrap()
-            .entry(namespace.to_string())
-            .or_default()
-            .clone();
-        let result = Self::list_in(&slot, ctx, key, namespace, not_before).await;
-        self.release(namespace, slot);
-        result
-    }
-
-    /// Drops `namespace`'s entry unless another reconcile still holds it.
-    fn release(&self, namespace: &str, slot: Arc<NamespaceList>) {
-        let mut lists = self.by_namespace.lock().unwrap();
-        // Ours and the map's: nobody else waits for or reads this list.
-        if Arc::strong_count(&slot) == 2 {
-            lists.remove(namespace);
-        }
+        let slot = {
+            let mut lists = self.by_namespace.lock().unwrap();
+            // Held (strong count > 1) or locked: in use, keep.
+            lists.retain(|_, slot| {
+                Arc::strong_count(slot) > 1
+                    || slot.try_lock().map_or(true, |list| {
+                        list.as_ref()
+                            .is_some_and(|(issued, _)| issued.elapsed() < RETAIN)
+                    })
+            });
+            lists.entry(namespace.to_string()).or_default().clone()
+        };
+        Self::list_in(&slot, ctx, key, namespace, not_before).await
     }
 
     async fn list_in(
