@@ -234,7 +234,7 @@ pub fn pod_footprint(pod: &model::Pod) -> usize {
         )
 }
 
-fn project_owner_reference(o: &K8sOwnerReference) -> model::OwnerReference {
+pub fn project_owner_reference(o: &K8sOwnerReference) -> model::OwnerReference {
     model::OwnerReference {
         api_version: o.api_version.clone(),
         kind: o.kind.clone(),
@@ -245,7 +245,7 @@ fn project_owner_reference(o: &K8sOwnerReference) -> model::OwnerReference {
     }
 }
 
-fn project_phase(phase: Option<&str>) -> model::PodPhase {
+pub fn project_phase(phase: Option<&str>) -> model::PodPhase {
     match phase {
         // The API server sets Pending at creation; an absent status means the same.
         None | Some("Pending") => model::PodPhase::Pending,

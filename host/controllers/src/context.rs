@@ -13,7 +13,7 @@ use crate::cache::Cache;
 use crate::journal::Journal;
 use crate::observe::Observer;
 use crate::pool::DecisionPool;
-use crate::projection::CachedPod;
+use crate::projection::{CachedPod, CachedPvc};
 
 /// Pod index: `ns/<pvc>` for each PVC the pod's volumes name (ephemeral: `<pod>-<volume>`).
 pub const PODS_BY_PVC: &str = "pvc";
@@ -29,7 +29,7 @@ pub const ALLOCATED: &str = "allocated";
 
 pub struct Caches {
     pub pods: Arc<Cache<CachedPod>>,
-    pub pvcs: Arc<Cache<model::Pvc>>,
+    pub pvcs: Arc<Cache<CachedPvc>>,
     pub claims: Arc<Cache<model::ResourceClaim>>,
     pub templates: Arc<Cache<model::ResourceClaimTemplate>>,
 }

@@ -12,6 +12,7 @@ pub mod ephemeral_volume;
 pub mod fence;
 pub mod host;
 pub mod journal;
+mod live_pods;
 pub mod observe;
 pub mod pool;
 pub mod projection;

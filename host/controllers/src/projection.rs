@@ -3,6 +3,9 @@
 //! A cached pod is the guest's `model::Pod` plus the one fact the enqueue rules
 //! need that decisions do not (whether a container still runs), so the cache never
 //! keeps managedFields, container specs or anything else a decision does not read.
+//! Pods and PVCs are cached without labels and annotations: no decision reads a
+//! pod's or a PVC's (resource-claim copies the template's), and they are most of
+//! a projected object's bytes (issue 12: <= 2 KiB per cached pod or PVC).
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
@@ -11,6 +14,7 @@ use rekon_guest::model;
 use rekon_machinery::enqueue::PodView;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::cache::{Cache, ObjectKey, Projection};
 use crate::context::Caches;
@@ -27,8 +31,10 @@ pub struct CachedPod {
 
 impl CachedPod {
     pub fn from_pod(pod: &Pod) -> Self {
+        let mut projected = project::project_pod(pod);
+        unlabel(&mut projected.meta);
         Self {
-            pod: project::project_pod(pod),
+            pod: projected,
             container_running: project::any_container_running(pod),
             ephemeral: crate::ephemeral_volume::templates(pod),
         }
@@ -41,6 +47,36 @@ impl CachedPod {
             container_running: self.container_running,
         }
     }
+}
+
+/// A PVC as the caches keep it: the guest's `model::Pvc` and when the host
+/// observed this copy (pvc-protection: a live pod list issued later is fresh
+/// enough to release it, see `pvc_protection::LivePodLists`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedPvc {
+    pub pvc: model::Pvc,
+    pub observed: Instant,
+}
+
+impl CachedPvc {
+    pub fn from_pvc(pvc: &PersistentVolumeClaim) -> Self {
+        let mut projected = project::project_pvc(pvc);
+        unlabel(&mut projected.meta);
+        Self::observed_now(projected)
+    }
+
+    pub fn observed_now(pvc: model::Pvc) -> Self {
+        Self {
+            pvc,
+            observed: Instant::now(),
+        }
+    }
+}
+
+/// Drops labels and annotations (see the module docs), with their capacity.
+fn unlabel(meta: &mut model::ObjectMeta) {
+    meta.labels = Vec::new();
+    meta.annotations = Vec::new();
 }
 
 fn key_of(meta: &model::ObjectMeta) -> ObjectKey {
@@ -92,6 +128,11 @@ impl HasMeta for CachedPod {
         &self.pod.meta
     }
 }
+impl HasMeta for CachedPvc {
+    fn meta(&self) -> &model::ObjectMeta {
+        &self.pvc.meta
+    }
+}
 macro_rules! has_meta {
     ($($ty:ty),*) => {$(
         impl HasMeta for $ty {
@@ -99,18 +140,14 @@ macro_rules! has_meta {
         }
     )*};
 }
-has_meta!(
-    model::Pvc,
-    model::ResourceClaim,
-    model::ResourceClaimTemplate
-);
+has_meta!(model::ResourceClaim, model::ResourceClaimTemplate);
 
 fn meta_of(obj: &impl HasMeta) -> &model::ObjectMeta {
     obj.meta()
 }
 
 watched!(CachedPod, Pod, CachedPod::from_pod, pods);
-watched!(model::Pvc, PersistentVolumeClaim, pvc, pvcs);
+watched!(CachedPvc, PersistentVolumeClaim, CachedPvc::from_pvc, pvcs);
 watched!(model::ResourceClaim, ResourceClaim, claim, claims);
 watched!(
     model::ResourceClaimTemplate,
@@ -118,10 +155,6 @@ watched!(
     template,
     templates
 );
-
-pub fn pvc(pvc: &PersistentVolumeClaim) -> model::Pvc {
-    project::project_pvc(pvc)
-}
 
 pub fn claim(claim: &ResourceClaim) -> model::ResourceClaim {
     project::project_claim(claim)
@@ -134,4 +167,34 @@ pub fn template(template: &ResourceClaimTemplate) -> model::ResourceClaimTemplat
         tracing::error!(error = %err, "cannot project a ResourceClaimTemplate");
         model::ResourceClaimTemplate::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cached_pods_and_pvcs_keep_no_labels_or_annotations_and_fit_the_budget() {
+        let meta = json!({"namespace": "ns", "name": "web-0", "uid": "0b5c5bd0-6f3a-4b59-9d7a-1c2a3e4f5a6b",
+            "resourceVersion": "123456", "labels": {"app": "web", "pod-template-hash": "5d8f7c9b6"},
+            "annotations": {"note": "x".repeat(500)}});
+        let pod: Pod =
+            serde_json::from_value(json!({"metadata": meta, "spec": {"nodeName": "node-1",
+            "containers": [{"name": "c"}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}}))
+            .unwrap();
+        let cached = CachedPod::from_pod(&pod);
+        assert!(cached.pod.meta.labels.is_empty() && cached.pod.meta.annotations.is_empty());
+        assert_eq!(cached.pod.volumes.len(), 1);
+        assert!(
+            project::pod_footprint(&cached.pod) <= 1024,
+            "{}",
+            project::pod_footprint(&cached.pod)
+        );
+        let pvc: PersistentVolumeClaim = serde_json::from_value(json!({"metadata": meta})).unwrap();
+        let cached = CachedPvc::from_pvc(&pvc);
+        assert!(cached.pvc.meta.labels.is_empty() && cached.pvc.meta.annotations.is_empty());
+        assert_eq!(cached.pvc.meta.name, "web-0");
+    }
 }

@@ -7,11 +7,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::Api;
-use kube::api::ListParams;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use rekon_guest::model::{self, PvcDecision, PvcInput};
 use serde_json::json;
 
@@ -22,7 +20,8 @@ use crate::cache::{Change, ObjectKey};
 use crate::context::{Context, PODS_BY_PVC, reference};
 use crate::decider::{Decider, Slot};
 use crate::journal::{Entry, Preconditions};
-use crate::projection::CachedPod;
+use crate::live_pods::{self, PodsByPvc};
+use crate::projection::{CachedPod, CachedPvc};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::Reconciler;
 use crate::validate::pvc_protection as validate;
@@ -54,12 +53,12 @@ impl Reconciler for PvcProtection {
     }
 
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
-        watches.on::<model::Pvc>(Self::keys_for_pvc);
+        watches.on::<CachedPvc>(Self::keys_for_pvc);
         watches.on::<CachedPod>(Self::keys_for_pod);
     }
 
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
-        self.sync(key, Instant::now()).await
+        self.sync(key).await
     }
 
     async fn error_policy(&self, key: &ObjectKey, err: &ReconcileError) -> Outcome {
@@ -73,12 +72,14 @@ impl Reconciler for PvcProtection {
 
 impl PvcProtection {
     /// §1.3 rule 1: PVC add/update enqueue when there is work; deletes are ignored.
-    pub fn keys_for_pvc(change: &Change<model::Pvc>) -> Vec<ObjectKey> {
-        let (pvc, deleted) = match change {
+    pub fn keys_for_pvc(change: &Change<CachedPvc>) -> Vec<ObjectKey> {
+        let (cached, deleted) = match change {
             Change::Applied { new, .. } => (new, false),
             Change::Deleted(old) => (old, true),
         };
-        rules::key_for_pvc_event(pvc, deleted).into_iter().collect()
+        rules::key_for_pvc_event(&cached.pvc, deleted)
+            .into_iter()
+            .collect()
     }
 
     /// §1.3 rule 2: pod events that may release a PVC, incl. a UID change on update.
@@ -97,8 +98,8 @@ impl PvcProtection {
         rules::keys_for_pod_event(event)
     }
 
-    async fn sync(&self, key: &ObjectKey, dequeued: Instant) -> Result<Outcome, ReconcileError> {
-        let Some(pvc) = self.ctx.caches.pvcs.get(key) else {
+    async fn sync(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
+        let Some(cached) = self.ctx.caches.pvcs.get(key) else {
             return Ok(Outcome::Done);
         };
         let decider = self.decider.current();
@@ -112,8 +113,9 @@ impl PvcProtection {
             .iter()
             .map(|p| p.pod.clone())
             .collect();
+        let pvc = &cached.pvc;
         let mut input = PvcInput {
-            pvc: pvc.as_ref().clone(),
+            pvc: pvc.clone(),
             cached_pods,
             live_pods: None,
         };
@@ -121,9 +123,10 @@ impl PvcProtection {
         if decision == PvcDecision::NeedLivePods {
             let live = self
                 .live
-                .list(&self.ctx, &key_text, &key.namespace, dequeued)
+                .list(&self.ctx, &key_text, &key.namespace, cached.observed)
                 .await?;
-            input.live_pods = Some(live.as_ref().clone());
+            // Only this PVC's users: no other pod of the list can use it.
+            input.live_pods = Some(live.get(&key_text).cloned().unwrap_or_default());
             drop(live);
             decision = self.decide(&decider, &key_text, &input).await?;
             if decision == PvcDecision::NeedLivePods {
@@ -162,7 +165,7 @@ impl PvcProtection {
                 .ctx
                 .caches
                 .pvcs
-                .apply_own_write(crate::projection::pvc(&stored), &pvc.meta.resource_version),
+                .apply_own_write(CachedPvc::from_pvc(&stored), &pvc.meta.resource_version),
             // The PVC is gone: nothing is left to protect or release.
             Err(WriteError::NotFound { .. }) => return Ok(Outcome::Done),
             Err(err) => return Err(err.into()),
@@ -190,10 +193,10 @@ impl PvcProtection {
 
     /// A Warning event on the PVC when a reconcile failed.
     async fn report_failure(&self, key: &ObjectKey, message: String) {
-        if let Some(pvc) = self.ctx.caches.pvcs.get(key) {
+        if let Some(cached) = self.ctx.caches.pvcs.get(key) {
             self.ctx
                 .event(
-                    reference("PersistentVolumeClaim", "v1", &pvc.meta),
+                    reference("PersistentVolumeClaim", "v1", &cached.pvc.meta),
                     true,
                     "FailedPVCProtection",
                     "Reconcile",
@@ -214,17 +217,30 @@ fn summarize(input: &PvcInput) -> serde_json::Value {
     })
 }
 
-type LiveList = Arc<Vec<model::Pod>>;
+type LiveList = Arc<PodsByPvc>;
 
-/// Per-namespace live pod lists, shared by the PVC keys of one namespace: a list
-/// issued after a key was dequeued is fresh enough for it (upstream's per-namespace
-/// batching, §1.5.3). A namespace's entry lives while reconciles of that
-/// namespace use or wait for it, and is freed by the last one. A failed list is
-/// not kept.
+/// Per-namespace live pod lists shared by the PVC keys of one namespace.
+///
+/// Freshness: a key may use any list issued after the host observed the cached
+/// PVC copy it decides on (`CachedPvc::observed`), not only one issued after it
+/// was dequeued (upstream, §1.5.3). Sound because only a deleting copy can be
+/// released (validate rejects anything else), and a PVC that is deleting gains
+/// no new users: the scheduler and kubelet refuse deleting PVCs (§1.5). So every
+/// pod that can use the PVC already existed when the deleting copy was written,
+/// hence before we observed it, and a consistent LIST issued afterwards shows it
+/// unless it is gone. Many keys then share one LIST: at most one is in flight per
+/// namespace (the slot's lock), and the keys waiting take the next one.
+///
+/// A namespace's last list is kept for [`RETAIN`] after it was issued, so keys
+/// dequeued one after another share it too; older lists nobody holds are dropped
+/// by the next request for any namespace. A failed list is not kept.
 #[derive(Default)]
 struct LivePodLists {
     by_namespace: Mutex<HashMap<String, Arc<NamespaceList>>>,
 }
+
+/// How long a live list is kept for later keys (memory, not freshness: see above).
+const RETAIN: Duration = Duration::from_secs(5);
 
 /// The last live list of one namespace and when it was issued.
 type NamespaceList = tokio::sync::Mutex<Option<(Instant, LiveList)>>;
@@ -237,25 +253,19 @@ impl LivePodLists {
         namespace: &str,
         not_before: Instant,
     ) -> Result<LiveList, ReconcileError> {
-        let slot = self
-            .by_namespace
-            .lock()
-            .unwrap()
-            .entry(namespace.to_string())
-            .or_default()
-            .clone();
-        let result = Self::list_in(&slot, ctx, key, namespace, not_before).await;
-        self.release(namespace, slot);
-        result
-    }
-
-    /// Drops `namespace`'s entry unless another reconcile still holds it.
-    fn release(&self, namespace: &str, slot: Arc<NamespaceList>) {
-        let mut lists = self.by_namespace.lock().unwrap();
-        // Ours and the map's: nobody else waits for or reads this list.
-        if Arc::strong_count(&slot) == 2 {
-            lists.remove(namespace);
-        }
+        let slot = {
+            let mut lists = self.by_namespace.lock().unwrap();
+            // Held (strong count > 1) or locked: in use, keep.
+            lists.retain(|_, slot| {
+                Arc::strong_count(slot) > 1
+                    || slot.try_lock().map_or(true, |list| {
+                        list.as_ref()
+                            .is_some_and(|(issued, _)| issued.elapsed() < RETAIN)
+                    })
+            });
+            lists.entry(namespace.to_string()).or_default().clone()
+        };
+        Self::list_in(&slot, ctx, key, namespace, not_before).await
     }
 
     async fn list_in(
@@ -272,8 +282,7 @@ impl LivePodLists {
             return Ok(pods.clone());
         }
         let issued = Instant::now();
-        let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-        let result = api.list(&ListParams::default()).await;
+        let result = live_pods::list(&ctx.client, namespace).await;
         ctx.journal.record(Entry::Write {
             controller: NAME.into(),
             key: key.into(),
@@ -292,17 +301,10 @@ impl LivePodLists {
                 Err(_) => 0,
             },
         });
-        let pods: LiveList = Arc::new(
-            result
-                .map_err(|source| ReconcileError::Read {
-                    what: format!("live list of pods in {namespace}"),
-                    source,
-                })?
-                .items
-                .iter()
-                .map(rekon_contract::project::project_pod)
-                .collect(),
-        );
+        let pods: LiveList = Arc::new(result.map_err(|source| ReconcileError::Read {
+            what: format!("live list of pods in {namespace}"),
+            source,
+        })?);
         *slot = Some((issued, pods.clone()));
         Ok(pods)
     }
@@ -354,14 +356,20 @@ mod tests {
         let key = |p: Pvc| {
             PvcProtection::keys_for_pvc(&Change::Applied {
                 old: None,
-                new: Arc::new(p),
+                new: Arc::new(CachedPvc::observed_now(p)),
             })
         };
         assert_eq!(key(pvc(false, &[])).len(), 1, "missing finalizer");
         assert_eq!(key(pvc(true, &[FINALIZER])).len(), 1, "deletion candidate");
         assert!(key(pvc(false, &[FINALIZER])).is_empty(), "nothing to do");
         assert!(key(pvc(true, &[])).is_empty(), "deleting, already released");
-        assert!(PvcProtection::keys_for_pvc(&Change::Deleted(Arc::new(pvc(true, &[])))).is_empty());
+        assert!(
+            PvcProtection::keys_for_pvc(&Change::Deleted(Arc::new(CachedPvc::observed_now(pvc(
+                true,
+                &[]
+            )))))
+            .is_empty()
+        );
     }
 
     #[test]

@@ -1,0 +1,196 @@
+//! The live pod list pvc-protection asks for (upstream-behaviour §1.5), decoded
+//! slim: serde skips every field the projection does not read (managedFields,
+//! container specs, statuses), so a LIST of N pods never builds N typed Pods.
+
+use std::collections::HashMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Client;
+use kube::api::ListParams;
+use kube::core::{ObjectList, Request};
+use rekon_contract::project::{project_owner_reference, project_phase};
+use rekon_guest::model;
+use serde::Deserialize;
+
+use crate::context::pvc_names;
+
+/// A pod of a live LIST: only what the pvc-protection decision and its
+/// validation read (labels and annotations are not).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LivePod {
+    metadata: Meta,
+    spec: Spec,
+    status: Status,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Meta {
+    namespace: String,
+    name: String,
+    uid: String,
+    resource_version: String,
+    /// Kept as sent: the wire format already is `metav1.Time`'s.
+    deletion_timestamp: Option<String>,
+    deletion_grace_period_seconds: Option<i64>,
+    finalizers: Vec<String>,
+    owner_references: Vec<OwnerReference>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Spec {
+    node_name: String,
+    volumes: Vec<Volume>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Volume {
+    name: String,
+    persistent_volume_claim: Option<ClaimSource>,
+    /// Only its presence matters.
+    ephemeral: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ClaimSource {
+    claim_name: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct Status {
+    phase: Option<String>,
+}
+
+impl LivePod {
+    /// The guest's pod, as [`rekon_contract::project::project_pod`] makes it
+    /// minus labels, annotations and resource claims (no pvc decision reads them).
+    pub fn project(self) -> model::Pod {
+        let meta = self.metadata;
+        model::Pod {
+            meta: model::ObjectMeta {
+                namespace: meta.namespace,
+                name: meta.name,
+                uid: meta.uid,
+                resource_version: meta.resource_version,
+                deletion_timestamp: meta.deletion_timestamp,
+                deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
+                finalizers: meta.finalizers,
+                owner_references: meta
+                    .owner_references
+                    .iter()
+                    .map(project_owner_reference)
+                    .collect(),
+                ..Default::default()
+            },
+            node_name: self.spec.node_name,
+            phase: project_phase(self.status.phase.as_deref()),
+            volumes: self
+                .spec
+                .volumes
+                .into_iter()
+                .filter_map(|v| {
+                    let source = if let Some(pvc) = v.persistent_volume_claim {
+                        model::VolumeSource::PersistentVolumeClaim(pvc.claim_name)
+                    } else if v.ephemeral.is_some() {
+                        model::VolumeSource::Ephemeral
+                    } else {
+                        return None;
+                    };
+                    Some(model::PodVolume {
+                        name: v.name,
+                        source,
+                    })
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The pods of one live LIST by the PVC keys (`ns/<pvc>`) they reference, directly
+/// or as an ephemeral `<pod>-<volume>`: built once per LIST, so each key takes its
+/// own users instead of scanning (and copying) the whole namespace.
+pub type PodsByPvc = HashMap<String, Vec<model::Pod>>;
+
+/// LISTs the pods of `namespace` (a consistent read) and indexes them by PVC.
+pub async fn list(client: &Client, namespace: &str) -> Result<PodsByPvc, kube::Error> {
+    let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
+        .list(&ListParams::default())
+        .map_err(kube::Error::BuildRequest)?;
+    let list: ObjectList<LivePod> = client.request(request).await?;
+    Ok(index(list.items.into_iter().map(LivePod::project)))
+}
+
+fn index(pods: impl Iterator<Item = model::Pod>) -> PodsByPvc {
+    let mut by_pvc = PodsByPvc::new();
+    for pod in pods {
+        for key in pvc_names(&pod) {
+            by_pvc.entry(key).or_default().push(pod.clone());
+        }
+    }
+    by_pvc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    fn pod_json() -> serde_json::Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "namespace": "ns", "name": "web", "uid": "u1", "resourceVersion": "7",
+                "deletionTimestamp": "2026-01-01T00:00:00Z", "deletionGracePeriodSeconds": 30,
+                "finalizers": ["f"], "labels": {"a": "b"},
+                "managedFields": [{"manager": "x", "fieldsV1": {"f:spec": {}}}],
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                     "name": "rs", "uid": "o1", "controller": true}]
+            },
+            "spec": {
+                "nodeName": "n1",
+                "containers": [{"name": "c", "image": "i"}],
+                "volumes": [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "claim"}},
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+                    {"name": "cfg", "configMap": {"name": "c"}}
+                ]
+            },
+            "status": {"phase": "Running"}
+        })
+    }
+
+    #[test]
+    fn slim_decode_projects_what_the_full_projection_does_minus_labels() {
+        let slim: LivePod = serde_json::from_value(pod_json()).unwrap();
+        let full: Pod = serde_json::from_value(pod_json()).unwrap();
+        let mut expected = rekon_contract::project::project_pod(&full);
+        expected.meta.labels.clear();
+        assert_eq!(slim.project(), expected);
+    }
+
+    #[test]
+    fn index_files_each_pod_under_every_pvc_it_references() {
+        let pod = serde_json::from_value::<LivePod>(pod_json())
+            .unwrap()
+            .project();
+        let other = model::Pod {
+            meta: model::ObjectMeta {
+                namespace: "ns".into(),
+                name: "idle".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let by_pvc = index([pod.clone(), other].into_iter());
+        assert_eq!(by_pvc.len(), 2, "{by_pvc:?}");
+        assert_eq!(by_pvc["ns/claim"], vec![pod.clone()]);
+        assert_eq!(by_pvc["ns/web-scratch"], vec![pod]);
+    }
+}
