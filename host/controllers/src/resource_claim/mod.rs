@@ -171,11 +171,19 @@ impl ResourceClaimController {
             self.expectations.delete_expectations(&pod_key);
             self.uncertain.lock().unwrap().remove(&pod_key);
         }
-        self.keys(rules::work_for_pod_event(
-            pod,
-            deleted,
-            self.lookup(&pod.meta.namespace),
-        ))
+        let mut work = rules::work_for_pod_event(pod, deleted, self.lookup(&pod.meta.namespace));
+        if deleted || pod.is_done() {
+            // A claim generated for the pod but not (yet) named by its status —
+            // the status write lost a race with the pod finishing — is found
+            // through its owner only; without this it would never be deleted.
+            for claim in self.owned_claims(&pod.meta.uid) {
+                let key = ObjectKey::of(&claim.meta);
+                if !work.claims.contains(&key) {
+                    work.claims.push(key);
+                }
+            }
+        }
+        self.keys(work)
     }
 
     /// Keys a claim event enqueues: the claim itself on add/update (never on delete
