@@ -324,18 +324,31 @@ impl ResourceClaimController {
             .map(crate::projection::claim)
             .filter(controlled)
             .collect();
-        let ghosts: Vec<model::ResourceClaim> = self
-            .owned_claims(&pod.meta.uid)
-            .into_iter()
-            .filter(|c| pending.contains(&c.meta.uid))
+        // A claim newer than the list may simply be missing from a stale answer.
+        let list_rv = listed
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse::<u64>().ok());
+        let older_than_list = |c: &model::ResourceClaim| {
+            let rv = c.meta.resource_version.parse::<u64>().ok();
+            matches!((rv, list_rv), (Some(rv), Some(list)) if rv <= list)
+        };
+        let owned = self.owned_claims(&pod.meta.uid);
+        let ghosts: Vec<&model::ResourceClaim> = owned
+            .iter()
+            .filter(|c| pending.contains(&c.meta.uid) && older_than_list(c))
             .filter(|c| !live.iter().any(|l| l.meta.uid == c.meta.uid))
             .collect();
-        let gone = pending
-            .iter()
-            .filter(|uid| !live.iter().any(|l| &l.meta.uid == *uid));
+        // Expectations of ghosts, and of claims neither listed nor remembered.
+        let gone = pending.iter().filter(|uid| {
+            !live.iter().any(|l| &l.meta.uid == *uid)
+                && (ghosts.iter().any(|g| &g.meta.uid == *uid)
+                    || !owned.iter().any(|o| &o.meta.uid == *uid))
+        });
         self.expectations.observe_creations(pod_key, gone);
         let mut cache = self.created_claims.lock().unwrap();
-        for ghost in &ghosts {
+        for ghost in ghosts {
             cache.on_delete(ghost);
         }
         for claim in live {
