@@ -10,8 +10,12 @@ mod key;
 mod metrics;
 mod pod;
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::Api;
+use kube::api::ListParams;
 
 use rekon_guest::model;
 use rekon_machinery::deleted_pods::DeletedPods;
@@ -40,10 +44,6 @@ pub const NAME: &str = "resource-claim";
 pub const ANNOTATION_POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
 pub const DELETE_PROTECTION_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
 
-/// How long a pod key waits for the informer to show a claim it created before
-/// deciding again (the mutation cache normally makes this unnecessary).
-const CREATION_WAIT: Duration = Duration::from_millis(200);
-
 pub struct ResourceClaimController {
     ctx: Arc<Context>,
     decider: Arc<Slot<ResourceClaimWorld>>,
@@ -52,6 +52,9 @@ pub struct ResourceClaimController {
     /// Per pod key: UIDs of claims created but not yet seen by the informer.
     /// Dropped with the pod.
     expectations: ExpectationsStore,
+    /// Pod keys with a claim create whose outcome is unknown (its answer was
+    /// lost). Dropped with the pod.
+    uncertain: Mutex<HashSet<String>>,
     deleted_pods: Mutex<DeletedPods>,
     pub metrics: ClaimMetrics,
 }
@@ -68,6 +71,7 @@ impl Reconciler for ResourceClaimController {
             decider,
             created_claims: Mutex::new(MutationCache::new()),
             expectations: ExpectationsStore::new(),
+            uncertain: Mutex::default(),
             deleted_pods: Mutex::new(DeletedPods::new(500)),
             metrics: ClaimMetrics::default(),
         }
@@ -163,14 +167,23 @@ impl ResourceClaimController {
             Change::Deleted(old) => (&old.pod, true),
         };
         if deleted {
-            self.expectations
-                .delete_expectations(&format!("pod:{}/{}", pod.meta.namespace, pod.meta.name));
+            let pod_key = format!("pod:{}/{}", pod.meta.namespace, pod.meta.name);
+            self.expectations.delete_expectations(&pod_key);
+            self.uncertain.lock().unwrap().remove(&pod_key);
         }
-        self.keys(rules::work_for_pod_event(
-            pod,
-            deleted,
-            self.lookup(&pod.meta.namespace),
-        ))
+        let mut work = rules::work_for_pod_event(pod, deleted, self.lookup(&pod.meta.namespace));
+        if deleted || pod.is_done() {
+            // A claim generated for the pod but not (yet) named by its status —
+            // the status write lost a race with the pod finishing — is found
+            // through its owner only; without this it would never be deleted.
+            for claim in self.owned_claims(&pod.meta.uid) {
+                let key = ObjectKey::of(&claim.meta);
+                if !work.claims.contains(&key) {
+                    work.claims.push(key);
+                }
+            }
+        }
+        self.keys(work)
     }
 
     /// Keys a claim event enqueues: the claim itself on add/update (never on delete
@@ -271,18 +284,79 @@ impl ResourceClaimController {
         self.deleted_pods.lock().unwrap().contains(pod_uid)
     }
 
-    /// While a claim this controller created is neither in the informer nor in
-    /// the mutation cache, deciding again could create a second one: wait.
-    fn pending_creations(&self, pod: &model::Pod, pod_key: &str) -> Option<Outcome> {
+    /// A claim create whose answer was lost may have been applied.
+    fn mark_uncertain(&self, pod_key: &str) {
+        self.uncertain.lock().unwrap().insert(pod_key.to_string());
+    }
+
+    /// While the pod has a claim create the informer has not confirmed (created
+    /// but unseen, or its answer lost), the caches cannot say which of its claims
+    /// exist: a live LIST settles it before the guest decides. Listed claims the
+    /// pod controls enter the mutation cache (the guest adopts them instead of
+    /// creating a second one); created claims the list lacks were deleted unseen
+    /// and are forgotten (the guest generates them again).
+    async fn verify_creations(
+        &self,
+        pod: &model::Pod,
+        pod_key: &str,
+    ) -> Result<(), ReconcileError> {
         let pending = self.expectations.get_create_expectations(pod_key);
-        if pending.is_empty() {
-            return None;
+        if pending.is_empty() && !self.uncertain.lock().unwrap().contains(pod_key) {
+            return Ok(());
         }
-        let visible = self.owned_claims(&pod.meta.uid);
-        let unseen = pending
+        let ns = &pod.meta.namespace;
+        let api: Api<ResourceClaim> = Api::namespaced(self.ctx.client.clone(), ns);
+        let listed =
+            api.list(&ListParams::default())
+                .await
+                .map_err(|source| ReconcileError::Read {
+                    what: format!("live LIST of resourceclaims in {ns}"),
+                    source,
+                })?;
+        let controlled = |c: &model::ResourceClaim| {
+            c.meta
+                .controller()
+                .is_some_and(|o| o.is_pod_controller() && o.uid == pod.meta.uid)
+        };
+        let live: Vec<model::ResourceClaim> = listed
+            .items
             .iter()
-            .any(|uid| !visible.iter().any(|c| &c.meta.uid == uid));
-        unseen.then_some(Outcome::RetryAfter(CREATION_WAIT))
+            .map(crate::projection::claim)
+            .filter(controlled)
+            .collect();
+        // A claim newer than the list may simply be missing from a stale answer.
+        let list_rv = listed
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse::<u64>().ok());
+        let older_than_list = |c: &model::ResourceClaim| {
+            let rv = c.meta.resource_version.parse::<u64>().ok();
+            matches!((rv, list_rv), (Some(rv), Some(list)) if rv <= list)
+        };
+        let owned = self.owned_claims(&pod.meta.uid);
+        let ghosts: Vec<&model::ResourceClaim> = owned
+            .iter()
+            .filter(|c| pending.contains(&c.meta.uid) && older_than_list(c))
+            .filter(|c| !live.iter().any(|l| l.meta.uid == c.meta.uid))
+            .collect();
+        // Expectations of ghosts, and of claims neither listed nor remembered.
+        let gone = pending.iter().filter(|uid| {
+            !live.iter().any(|l| &l.meta.uid == *uid)
+                && (ghosts.iter().any(|g| &g.meta.uid == *uid)
+                    || !owned.iter().any(|o| &o.meta.uid == *uid))
+        });
+        self.expectations.observe_creations(pod_key, gone);
+        let mut cache = self.created_claims.lock().unwrap();
+        for ghost in ghosts {
+            cache.on_delete(ghost);
+        }
+        for claim in live {
+            cache.mutation(claim);
+        }
+        drop(cache);
+        self.uncertain.lock().unwrap().remove(pod_key);
+        Ok(())
     }
 }
 

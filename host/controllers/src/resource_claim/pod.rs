@@ -15,7 +15,7 @@ use rekon_machinery::enqueue::resource_claim::{ClaimName, resolve_claim_name};
 use crate::context::reference;
 use crate::reconcile::{Outcome, ReconcileError};
 use crate::validate::resource_claim::{PodWrite, plan_pod};
-use crate::writes::Writer;
+use crate::writes::{WriteError, Writer};
 use rekon_contract::{ResourceClaimDecision, ResourceClaimInput};
 
 impl ResourceClaimController {
@@ -25,9 +25,7 @@ impl ResourceClaimController {
         };
         let pod = &cached.pod;
         let key_text = format!("pod:{key}");
-        if let Some(wait) = self.pending_creations(pod, &key_text) {
-            return Ok(wait);
-        }
+        self.verify_creations(pod, &key_text).await?;
         let input = self.pod_input(pod);
         let decider = self.decider.current();
         let guest = decider.info();
@@ -60,6 +58,9 @@ impl ResourceClaimController {
                     PodWrite::Create { pod_claim, claim } => {
                         let result = writer.create(&key_text, &pod.meta.namespace, &*claim).await;
                         self.metrics.record_create(result.is_ok());
+                        if let Err(WriteError::Failed { .. }) = &result {
+                            self.mark_uncertain(&key_text);
+                        }
                         let stored = result?;
                         writes += 1;
                         let projected = crate::projection::claim(&stored);
