@@ -300,10 +300,14 @@ pub fn unconverged(objects: &[Value]) -> Vec<String> {
         {
             let pc = pod_claim["name"].as_str().unwrap_or("");
             if let Some(shared) = pod_claim["resourceClaimName"].as_str() {
-                let reserved = claims
-                    .iter()
-                    .any(|c| name(c) == shared && reserved_uids(c).any(|u| u == uid(pod)));
-                if scheduled(pod) && !reserved {
+                // The controller reserves only an allocated claim (upstream §3.4
+                // step 5); once the last consumer left, the claim is deallocated
+                // (§3.7) and only a scheduler, which the campaign does not run,
+                // allocates it again.
+                let claim = claims.iter().find(|c| name(c) == shared);
+                let allocated = claim.is_some_and(|c| !c["status"]["allocation"].is_null());
+                let reserved = claim.is_some_and(|c| reserved_uids(c).any(|u| u == uid(pod)));
+                if scheduled(pod) && allocated && !reserved {
                     pending.push(format!(
                         "shared claim {shared} is not reserved for pre-scheduled pod {}",
                         name(pod)
