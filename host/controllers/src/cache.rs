@@ -429,12 +429,12 @@ mod tests {
         }));
         server.store().load_objects(objects).unwrap();
         let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
-        let cache = Arc::new(Cache::<rekon_guest::model::Pvc>::new());
+        let cache = Arc::new(Cache::<crate::projection::CachedPvc>::new());
         let delivered = Arc::new(AtomicUsize::new(0));
         // A slow handler (enqueue rules over a large list take time).
         let handler = {
             let delivered = delivered.clone();
-            move |_: Change<rekon_guest::model::Pvc>| {
+            move |_: Change<crate::projection::CachedPvc>| {
                 std::thread::sleep(std::time::Duration::from_millis(1));
                 delivered.fetch_add(1, Ordering::AcqRel);
             }

@@ -23,7 +23,7 @@ use serde_json::json;
 use crate::cache::{Change, ObjectKey};
 use crate::context::{Context, PODS_BY_PVC, reference};
 use crate::decider::Slot;
-use crate::projection::CachedPod;
+use crate::projection::{CachedPod, CachedPvc};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::Reconciler;
 use crate::watches::Watches;
@@ -97,7 +97,7 @@ impl Reconciler for EphemeralVolumeController {
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
         watches.on::<CachedPod>(keys_for_pod);
         let this = self.clone();
-        watches.on::<model::Pvc>(move |change| this.keys_for_pvc(change));
+        watches.on::<CachedPvc>(move |change| this.keys_for_pvc(change));
     }
 
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
@@ -168,15 +168,15 @@ fn keys_for_pod(change: &Change<CachedPod>) -> Vec<ObjectKey> {
 impl EphemeralVolumeController {
     /// Any PVC event enqueues the pods whose ephemeral volume names it: a delete
     /// re-creates an owned PVC, an add or update settles a conflict.
-    fn keys_for_pvc(&self, change: &Change<model::Pvc>) -> Vec<ObjectKey> {
+    fn keys_for_pvc(&self, change: &Change<CachedPvc>) -> Vec<ObjectKey> {
         let pvc = match change {
             Change::Applied { new, .. } => {
-                self.created.lock().unwrap().on_add_or_update(new.as_ref());
-                new
+                self.created.lock().unwrap().on_add_or_update(&new.pvc);
+                &new.pvc
             }
             Change::Deleted(old) => {
-                self.created.lock().unwrap().on_delete(old.as_ref());
-                old
+                self.created.lock().unwrap().on_delete(&old.pvc);
+                &old.pvc
             }
         };
         let index = format!("{}/{}", pvc.meta.namespace, pvc.meta.name);
@@ -204,7 +204,7 @@ impl EphemeralVolumeController {
             .map(|t| {
                 let name = claim_name(&meta.name, &t.volume);
                 let key = ObjectKey::new(meta.namespace.as_str(), name.as_str());
-                let cached = self.ctx.caches.pvcs.get(&key).map(|p| p.as_ref().clone());
+                let cached = self.ctx.caches.pvcs.get(&key).map(|p| p.pvc.clone());
                 let existing = created
                     .get(&key.to_string(), cached)
                     .map(|pvc| ExistingClaim {
@@ -252,7 +252,7 @@ impl EphemeralVolumeController {
         self.created
             .lock()
             .unwrap()
-            .mutation(crate::projection::pvc(&stored));
+            .mutation(rekon_contract::project::project_pvc(&stored));
         Ok(())
     }
 
