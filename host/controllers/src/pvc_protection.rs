@@ -54,7 +54,14 @@ impl Reconciler for PvcProtection {
 
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
         watches.on::<CachedPvc>(Self::keys_for_pvc);
-        watches.on::<CachedPod>(Self::keys_for_pod);
+        let this = self.clone();
+        watches.on::<CachedPod>(move |change| {
+            let keys = Self::keys_for_pod(change);
+            if let Some(key) = keys.first() {
+                this.live.pod_changed(&key.namespace);
+            }
+            keys
+        });
     }
 
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
@@ -231,12 +238,20 @@ type LiveList = Arc<PodsByPvc>;
 /// unless it is gone. Many keys then share one LIST: at most one is in flight per
 /// namespace (the slot's lock), and the keys waiting take the next one.
 ///
+/// Liveness: a list must also postdate the last pod event that enqueued keys of
+/// its namespace (`pod_changed`); else a key requeued by a pod's deletion could
+/// reuse a list that still shows that pod, keep the finalizer and never be
+/// enqueued again.
+///
 /// A namespace's last list is kept for [`RETAIN`] after it was issued, so keys
 /// dequeued one after another share it too; older lists nobody holds are dropped
 /// by the next request for any namespace. A failed list is not kept.
 #[derive(Default)]
 struct LivePodLists {
     by_namespace: Mutex<HashMap<String, Arc<NamespaceList>>>,
+    /// When a pod event last enqueued PVC keys, per namespace. Entries older than
+    /// [`RETAIN`] are dropped: every list still kept was issued after them.
+    pod_changes: Mutex<HashMap<String, Instant>>,
 }
 
 /// How long a live list is kept for later keys (memory, not freshness: see above).
@@ -246,13 +261,24 @@ const RETAIN: Duration = Duration::from_secs(5);
 type NamespaceList = tokio::sync::Mutex<Option<(Instant, LiveList)>>;
 
 impl LivePodLists {
+    /// A pod event enqueued keys of `namespace` now.
+    fn pod_changed(&self, namespace: &str) {
+        let mut changes = self.pod_changes.lock().unwrap();
+        changes.retain(|_, at| at.elapsed() < RETAIN);
+        changes.insert(namespace.to_string(), Instant::now());
+    }
+
     async fn list(
         &self,
         ctx: &Context,
         key: &str,
         namespace: &str,
-        not_before: Instant,
+        observed: Instant,
     ) -> Result<LiveList, ReconcileError> {
+        let not_before = match self.pod_changes.lock().unwrap().get(namespace) {
+            Some(changed) => observed.max(*changed),
+            None => observed,
+        };
         let slot = {
             let mut lists = self.by_namespace.lock().unwrap();
             // Held (strong count > 1) or locked: in use, keep.
