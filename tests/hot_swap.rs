@@ -243,8 +243,9 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
 
     // No decision failed, and no bad module ever decided.
     let decisions = pvc_decisions(&journal);
+    // Every deleted PVC (every even one) was released by a decision.
     assert!(
-        decisions.len() > created,
+        decisions.len() >= created.div_ceil(2),
         "{} decisions for {created} PVCs",
         decisions.len()
     );

@@ -260,8 +260,19 @@ impl ResourceClaimController {
     }
 
     fn remember_created(&self, pod_key: &str, claim: model::ResourceClaim) {
-        self.expectations
-            .expect_creations(pod_key, [claim.meta.uid.clone()]);
+        // The watch may deliver the claim before the create's answer: then it
+        // is observed already and nothing is left to expect.
+        let key = ObjectKey::new(claim.meta.namespace.clone(), claim.meta.name.clone());
+        let seen = self
+            .ctx
+            .caches
+            .claims
+            .get(&key)
+            .is_some_and(|c| c.meta.uid == claim.meta.uid);
+        if !seen {
+            self.expectations
+                .expect_creations(pod_key, [claim.meta.uid.clone()]);
+        }
         self.created_claims.lock().unwrap().mutation(claim);
     }
 

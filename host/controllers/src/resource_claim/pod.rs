@@ -18,6 +18,9 @@ use crate::validate::resource_claim::{PodWrite, plan_pod};
 use crate::writes::{WriteError, Writer};
 use rekon_contract::{ResourceClaimDecision, ResourceClaimInput};
 
+/// How long a pod key waits for the informer to confirm the claims it created.
+const CONFIRM_CREATIONS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl ResourceClaimController {
     pub(super) async fn sync_pod(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
         let Some(cached) = self.ctx.caches.pods.get(key) else {
@@ -124,6 +127,16 @@ impl ResourceClaimController {
             (Ok(()), None) => None,
         };
         match error {
+            // A claim created but not yet seen by the informer may be deleted
+            // unseen (a watch gap): look again until the informer confirms it;
+            // the next sync settles it with a live LIST (`verify_creations`).
+            None if !self
+                .expectations
+                .get_create_expectations(&key_text)
+                .is_empty() =>
+            {
+                Ok(Outcome::RetryAfter(CONFIRM_CREATIONS_AFTER))
+            }
             None => Ok(Outcome::Done),
             Some(err) => {
                 if !err.is_conflict() {
