@@ -45,10 +45,13 @@ async fn get(addr: SocketAddr, path: &str) -> Response {
 }
 
 /// The value of the sample whose name and labels are exactly `series`.
-fn sample(text: &str, series: &str) -> f64 {
+fn try_sample(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
+}
+
+fn sample(text: &str, series: &str) -> f64 {
+    try_sample(text, series).unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -136,6 +139,21 @@ async fn metrics_move_as_the_host_reconciles() {
     let ready = get(addr, "/readyz").await;
     assert_eq!(ready.status, 200, "{}", ready.body);
 
+    // A reconcile is counted when it returns, and the one that created the
+    // claim returns "requeue" until the claim is observed: poll until the
+    // counters settle, then read them once.
+    let claim_success =
+        r#"controller_runtime_reconcile_total{controller="resource-claim",result="success"}"#;
+    let settled = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < settled {
+        let text = get(addr, "/metrics").await.body;
+        if try_sample(&text, claim_success) >= Some(1.0)
+            && try_sample(&text, r#"workqueue_depth{name="pvc-protection"}"#) == Some(0.0)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let first = get(addr, "/metrics").await;
     assert_eq!(first.status, 200);
     assert!(
@@ -191,12 +209,7 @@ async fn metrics_move_as_the_host_reconciles() {
         ),
         0.0
     );
-    assert!(
-        sample(
-            text,
-            r#"controller_runtime_reconcile_total{controller="resource-claim",result="success"}"#
-        ) >= 1.0
-    );
+    assert!(sample(text, claim_success) >= 1.0, "{text}");
     assert_eq!(
         sample(
             text,
