@@ -8,6 +8,8 @@
 //! - [`bindings`]: the wit-bindgen bindings of the shared `types` and `log`
 //!   interfaces, which a guest reuses through wit-bindgen's `with` option.
 //! - [`impl_contract_conversions!`]: moves between generated types and the model.
+//! - [`generated_claim`]: the claim generated for a pod claim from its template
+//!   (the reference guest creates it, the host checks guests against it).
 //! - [`log`]: log through the host (a no-op when running natively).
 //! - [`alloc::BumpAlloc`]: a global allocator for guests (fresh instance per decision).
 
@@ -16,6 +18,7 @@ pub mod alloc;
 pub mod cases;
 pub mod convert;
 pub mod ephemeral;
+pub mod generated_claim;
 pub mod model;
 pub mod projection;
 

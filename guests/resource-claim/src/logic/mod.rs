@@ -13,15 +13,11 @@
 //! marked `Deviation:` where they are made.
 
 mod claim;
-mod names;
 mod pod;
 
 pub use claim::decide_claim;
-pub use names::generate_name;
 pub use pod::{PodClaimError, decide_pod};
-
-/// Marks a claim as generated for the pod claim named in its value.
-pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
+pub use rekon_guest::generated_claim::{POD_CLAIM_NAME_ANNOTATION, generate_name};
 
 /// The builtin finalizer the scheduler sets before it writes an allocation.
 pub const DELETE_PROTECTION_FINALIZER: &str = "resource.kubernetes.io/delete-protection";

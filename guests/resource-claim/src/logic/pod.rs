@@ -1,12 +1,12 @@
 //! The pod-key decision: syncPod (§3.4), HandleClaim (§3.5), adoption (§3.6).
 
 use rekon_guest::model::{
-    ClaimStatuses, DesiredClaimStatus, NewClaim, OwnerReference, Pod, PodAction, PodDecision,
-    PodInput, PodResourceClaim, ReservationAdd, ResourceClaim, ResourceClaimTemplate, StatusClaim,
+    ClaimStatuses, DesiredClaimStatus, NewClaim, Pod, PodAction, PodDecision, PodInput,
+    PodResourceClaim, ReservationAdd, ResourceClaim, StatusClaim,
 };
 
 use super::POD_CLAIM_NAME_ANNOTATION;
-use super::names::generate_name;
+use rekon_guest::generated_claim::generated_claim;
 
 /// Why a pod decision stopped. Reported on the pod; the key is retried with backoff.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -190,7 +190,7 @@ fn handle_claim<'a>(
         .ok_or_else(|| PodClaimError::TemplateNotFound {
             template: template_name.clone(),
         })?;
-    Ok(Outcome::Create(new_claim(pod, pod_claim, template)))
+    Ok(Outcome::Create(generated_claim(pod, pod_claim, template)))
 }
 
 /// The pod's status entry for `pod_claim`: `None` when absent, `Some(None)` when
@@ -222,40 +222,6 @@ fn find_orphan<'a>(
         claim.meta.annotation(POD_CLAIM_NAME_ANNOTATION) == Some(pod_claim)
             && pod.controls(&claim.meta)
     })
-}
-
-/// §3.5 step 6: the claim generated from `template` for `pod_claim`.
-fn new_claim(
-    pod: &Pod,
-    pod_claim: &PodResourceClaim,
-    template: &ResourceClaimTemplate,
-) -> NewClaim {
-    // Copy the template's annotations (upstream mutates the cached template's
-    // map in place); an annotation of the same key is replaced by ours.
-    let mut annotations: Vec<(String, String)> = template
-        .meta
-        .annotations
-        .iter()
-        .filter(|(key, _)| key != POD_CLAIM_NAME_ANNOTATION)
-        .cloned()
-        .collect();
-    annotations.push((POD_CLAIM_NAME_ANNOTATION.to_owned(), pod_claim.name.clone()));
-    NewClaim {
-        pod_claim_name: pod_claim.name.clone(),
-        generate_name: generate_name(&pod.meta.name, &pod_claim.name),
-        template_name: template.meta.name.clone(),
-        labels: template.meta.labels.clone(),
-        annotations,
-        owner_references: vec![OwnerReference {
-            api_version: "v1".to_owned(),
-            kind: "Pod".to_owned(),
-            name: pod.meta.name.clone(),
-            uid: pod.meta.uid.clone(),
-            controller: true,
-            block_owner_deletion: true,
-        }],
-        claim_spec_json: template.claim_spec_json.clone(),
-    }
 }
 
 /// The complete desired `resourceClaimStatuses`: the pod's current entries in

@@ -41,7 +41,7 @@ use crate::watches::Watches;
 use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
 
 pub const NAME: &str = "resource-claim";
-pub const ANNOTATION_POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
+pub use rekon_guest::generated_claim::POD_CLAIM_NAME_ANNOTATION as ANNOTATION_POD_CLAIM_NAME;
 pub const DELETE_PROTECTION_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
 
 pub struct ResourceClaimController {

@@ -13,13 +13,14 @@ use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference as KubeOwner};
+use rekon_guest::generated_claim::generated_claim;
 use rekon_guest::model::{
-    ClaimStatuses, ConsumerReference, DesiredClaimStatus, NewClaim, OwnerReference, Pod, PodAction,
-    PodInput, PodResourceClaim, ReservationAdd, ResourceClaimTemplate, StatusClaim,
+    ClaimStatuses, ConsumerReference, DesiredClaimStatus, NewClaim, Pod, PodAction, PodInput,
+    PodResourceClaim, ReservationAdd, StatusClaim,
 };
 use serde_json::Value;
 
-use super::{bounded_consumer, bounded_target, generate_name};
+use super::{bounded_consumer, bounded_target};
 use crate::resource_claim::ANNOTATION_POD_CLAIM_NAME;
 use crate::validate::{MAX_KEY, MAX_NAME, MAX_VALUE, Rejected, bounded, check_count, shown};
 
@@ -165,7 +166,7 @@ impl<'a> Planner<'a> {
             .iter()
             .find(|t| t.meta.name == *template_name && t.meta.namespace == pod.meta.namespace)
             .ok_or_else(|| format!("template {template_name:?} is not in the input"))?;
-        let derived = derive_claim(pod, pod_claim, template);
+        let derived = generated_claim(pod, pod_claim, template);
         compare(new, &derived)?;
         Ok(PodWrite::Create {
             pod_claim: pod_claim.name.clone(),
@@ -381,38 +382,6 @@ fn bounded_new_claim(new: &NewClaim) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The claim the template and the pod give (§3.5 step 6).
-fn derive_claim(
-    pod: &Pod,
-    pod_claim: &PodResourceClaim,
-    template: &ResourceClaimTemplate,
-) -> NewClaim {
-    let mut annotations: Vec<(String, String)> = template
-        .meta
-        .annotations
-        .iter()
-        .filter(|(k, _)| k != ANNOTATION_POD_CLAIM_NAME)
-        .cloned()
-        .collect();
-    annotations.push((ANNOTATION_POD_CLAIM_NAME.into(), pod_claim.name.clone()));
-    NewClaim {
-        pod_claim_name: pod_claim.name.clone(),
-        generate_name: generate_name(&pod.meta.name, &pod_claim.name),
-        template_name: template.meta.name.clone(),
-        labels: template.meta.labels.clone(),
-        annotations,
-        owner_references: vec![OwnerReference {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            name: pod.meta.name.clone(),
-            uid: pod.meta.uid.clone(),
-            controller: true,
-            block_owner_deletion: true,
-        }],
-        claim_spec_json: template.claim_spec_json.clone(),
-    }
 }
 
 /// The guest's claim must be the derived one: maps compared as maps (a key

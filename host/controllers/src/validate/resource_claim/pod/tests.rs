@@ -1,5 +1,6 @@
 use rekon_guest::model::{
-    ObjectMeta, PodPhase, PodResourceClaimStatus, ResourceClaim as Claim, Target,
+    ObjectMeta, PodPhase, PodResourceClaimStatus, ResourceClaim as Claim, ResourceClaimTemplate,
+    Target,
 };
 
 use super::*;
@@ -65,7 +66,7 @@ fn new_claim(i: &PodInput, pod_claim: &str) -> NewClaim {
         .iter()
         .find(|p| p.name == pod_claim)
         .unwrap();
-    derive_claim(&i.pod, pc, &i.templates[0])
+    generated_claim(&i.pod, pc, &i.templates[0])
 }
 
 fn create(i: &PodInput, pod_claim: &str) -> PodAction {

@@ -1,4 +1,46 @@
-//! `metadata.generateName` of a generated claim (§3.5 step 6).
+//! The claim the DRA ResourceClaim controller generates for a pod claim from its
+//! template (upstream-behaviour §3.5 step 6). The reference guest creates it and
+//! the host checks a guest's `CreateClaim` against it: one derivation, two users.
+
+use crate::model::{NewClaim, OwnerReference, Pod, PodResourceClaim, ResourceClaimTemplate};
+
+/// Marks a claim as generated for the pod claim named in its value.
+pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
+
+/// The claim generated from `template` for `pod_claim`: the template's labels,
+/// its annotations plus ours (an annotation of the same key is replaced — upstream
+/// mutates the cached template's map in place, we copy), its spec verbatim, owned
+/// by the pod (controller, blockOwnerDeletion).
+pub fn generated_claim(
+    pod: &Pod,
+    pod_claim: &PodResourceClaim,
+    template: &ResourceClaimTemplate,
+) -> NewClaim {
+    let mut annotations: Vec<(String, String)> = template
+        .meta
+        .annotations
+        .iter()
+        .filter(|(key, _)| key != POD_CLAIM_NAME_ANNOTATION)
+        .cloned()
+        .collect();
+    annotations.push((POD_CLAIM_NAME_ANNOTATION.to_owned(), pod_claim.name.clone()));
+    NewClaim {
+        pod_claim_name: pod_claim.name.clone(),
+        generate_name: generate_name(&pod.meta.name, &pod_claim.name),
+        template_name: template.meta.name.clone(),
+        labels: template.meta.labels.clone(),
+        annotations,
+        owner_references: vec![OwnerReference {
+            api_version: "v1".to_owned(),
+            kind: "Pod".to_owned(),
+            name: pod.meta.name.clone(),
+            uid: pod.meta.uid.clone(),
+            controller: true,
+            block_owner_deletion: true,
+        }],
+        claim_spec_json: template.claim_spec_json.clone(),
+    }
+}
 
 /// The longest base the controller hands to the API server; the server appends
 /// five random characters (and cuts longer bases to 58 itself).
