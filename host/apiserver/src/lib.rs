@@ -238,12 +238,13 @@ impl ApiServer {
         self.store.clone()
     }
 
-    /// Stops the faults for good: no more injected answers, streams that ran
-    /// under faults end, and the history is compacted so that every watcher
-    /// relists (events dropped before cannot be replayed).
+    /// Stops the faults for good: no more injected answers, the history is
+    /// compacted and streams that ran under faults end with 410 Expired, so every
+    /// watcher relists (events dropped before cannot be replayed).
     pub fn stop_faults(&self) {
-        self.faults.stop();
+        // Compact first: a client resuming from before now lists again.
         self.store.compact();
+        self.faults.stop();
     }
 
     /// Faults injected so far, by kind.

@@ -112,15 +112,22 @@ pub fn spawn(
 ) -> mpsc::Receiver<Bytes> {
     let (tx, rx) = mpsc::channel(64);
     let plan = faults.watch_plan(req.resource.info());
-    // A stream that ran under faults may have lost events: it ends when they stop.
+    // A stream that ran under faults may have lost events: when they stop it ends
+    // with 410 Expired, so the client lists again whatever resourceVersion it holds
+    // (a resumed watch would not resend an event dropped before a delivered one).
     let faulty = plan != WatchPlan::default();
     tokio::spawn(async move {
         let sink = Sink { tx };
-        tokio::select! {
-            _ = run(&store, &req, &faults, &plan, &sink) => {}
-            _ = shutdown.cancelled() => {}
-            _ = sink.tx.closed() => {}
-            _ = faults.stopped().cancelled(), if faulty => {}
+        let faults_stopped = tokio::select! {
+            _ = run(&store, &req, &faults, &plan, &sink) => false,
+            _ = shutdown.cancelled() => false,
+            _ = sink.tx.closed() => false,
+            _ = faults.stopped().cancelled(), if faulty => true,
+        };
+        if faults_stopped {
+            let status =
+                ApiError::expired("the watch ran under injected faults; list again").to_status();
+            sink.send("ERROR", &status).await;
         }
     });
     rx

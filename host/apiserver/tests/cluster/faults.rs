@@ -167,6 +167,37 @@ async fn dropped_watch_events() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_stream_that_dropped_events_ends_with_410_when_faults_stop() {
+    // Every configmap event is dropped: the client cannot tell it lost anything,
+    // so only a new list can repair its cache.
+    let faults =
+        FaultConfig::new().watch(WatchFault::new().resources(["configmaps"]).drop_events(1.0));
+    let t = start(with_faults(faults)).await;
+    let from = t.server.store().current_resource_version();
+    t.post(CM, configmap("lost")).await;
+    let path = format!("{CM}?watch=1&resourceVersion={from}&timeoutSeconds=30");
+    let watching = t.watch(&path, 2, Duration::from_secs(10));
+    let stopping = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        t.server.stop_faults();
+    };
+    let (events, ()) = tokio::join!(watching, stopping);
+    assert_eq!(events.len(), 1, "only the ERROR arrives: {events:?}");
+    assert_eq!(events[0]["type"], "ERROR");
+    assert_eq!(events[0]["object"]["code"], 410, "{events:?}");
+    assert_eq!(events[0]["object"]["reason"], "Expired");
+    // A watch started now is clean, and a resume from before the stop is 410.
+    let resumed = t
+        .watch(
+            &format!("{CM}?watch=1&resourceVersion={from}"),
+            1,
+            Duration::from_secs(2),
+        )
+        .await;
+    assert_eq!(resumed[0]["object"]["code"], 410, "{resumed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn delayed_watch_events() {
     let faults = FaultConfig::new().watch(
         WatchFault::new()
