@@ -47,22 +47,19 @@ impl ReconcileError {
         matches!(self, Self::Write(w) if w.is_conflict())
     }
 
-    /// The requeue this failure calls for: a conflict is decided again at once
-    /// (the cache already holds, or is about to hold, the newer state); every
-    /// other failure backs off.
+    /// The requeue this failure calls for: the key's backoff (5 ms, doubling),
+    /// as upstream's `AddRateLimited`. A conflict is decided again from the
+    /// cache, which may still lag the server: deciding again at once would spin
+    /// on the same stale state.
     pub fn requeue(&self) -> Outcome {
-        if self.is_conflict() {
-            Outcome::RetryNow
-        } else {
-            Outcome::Retry
-        }
+        Outcome::Retry
     }
 }
 
 /// Logs a failed reconcile at the level it deserves.
 pub fn log_failure(controller: &str, key: &dyn std::fmt::Display, err: &ReconcileError) {
     if err.is_conflict() {
-        tracing::info!(controller, key = %key, error = %err, "conflict: requeued to decide again from fresh state");
+        tracing::info!(controller, key = %key, error = %err, "conflict: requeued to decide again from fresh state after a short backoff");
     } else {
         tracing::warn!(controller, key = %key, error = %err, "reconcile failed; requeued with backoff");
     }
@@ -109,4 +106,34 @@ pub fn record_decision<D: Serialize>(
         input,
         outcome,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rekon_machinery::queue::{QueueConfig, WorkQueue};
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_conflict_is_decided_again_after_the_keys_backoff_not_at_once() {
+        let queue = WorkQueue::new(QueueConfig::named("test").without_overall_limit());
+        let conflict = ReconcileError::Write(WriteError::Conflict {
+            object: "persistentvolumeclaims ns/data".into(),
+            message: "the object has been modified".into(),
+        });
+        queue.add("ns/data");
+        let mut key = queue.get().await.unwrap();
+        for backoff in [5, 10, 20] {
+            queue.finish(&key, conflict.requeue());
+            let early = Duration::from_millis(backoff - 1);
+            assert!(
+                tokio::time::timeout(early, queue.get()).await.is_err(),
+                "decided again before {backoff} ms: a stale cache would spin"
+            );
+            let due = tokio::time::timeout(Duration::from_millis(2), queue.get()).await;
+            key = due.expect("due after the backoff").unwrap();
+        }
+    }
 }

@@ -166,7 +166,7 @@ pub(crate) async fn work<R: Reconciler>(
 fn result_of(outcome: Outcome) -> ReconcileResult {
     match outcome {
         Outcome::Done => ReconcileResult::Success,
-        Outcome::Retry | Outcome::RetryNow => ReconcileResult::Error,
+        Outcome::Retry => ReconcileResult::Error,
         Outcome::RetryAfter(_) => ReconcileResult::RequeueAfter,
     }
 }

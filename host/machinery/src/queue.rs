@@ -99,9 +99,6 @@ pub enum Outcome {
     Retry,
     /// Success, but look again after this delay.
     RetryAfter(Duration),
-    /// Decide again now (a conflict): requeued without delay, the key's
-    /// backoff kept for later failures.
-    RetryNow,
 }
 
 pub struct WorkQueue<K> {
@@ -278,7 +275,6 @@ impl<K: QueueKey> WorkQueue<K> {
         match outcome {
             Outcome::Done => self.forget(key),
             Outcome::Retry => self.add_rate_limited(key.clone()),
-            Outcome::RetryNow => self.add(key.clone()),
             Outcome::RetryAfter(delay) => {
                 self.forget(key);
                 self.add_after(key.clone(), delay);
