@@ -48,9 +48,11 @@ struct Oracle {
 
 impl Oracle {
     fn check(&self) -> Vec<serde_json::Value> {
+        // Lock first: the sampler and the steps both check, and an older snapshot
+        // checked after a newer one would show a claim created in between as deleted.
+        let mut checker = self.checker.lock().unwrap();
         let objects = self.store.snapshot();
         let entries = self.journal.entries();
-        let mut checker = self.checker.lock().unwrap();
         checker.objects(&objects);
         checker.journal(&entries);
         objects

@@ -260,18 +260,22 @@ impl ResourceClaimController {
     }
 
     fn remember_created(&self, pod_key: &str, claim: model::ResourceClaim) {
-        // The watch may deliver the claim before the create's answer: then it
-        // is observed already and nothing is left to expect.
+        // Expect first, then look: the cache is updated before its handlers run,
+        // so a claim the watch delivered before the create's answer is either in
+        // the cache now or observed by its handler after this expectation (checking
+        // first left a window where the handler's observation came too early and
+        // the pod waited for the claim forever — campaign seeds 132 and 144).
+        let uid = claim.meta.uid.clone();
+        self.expectations.expect_creations(pod_key, [uid.clone()]);
         let key = ObjectKey::new(claim.meta.namespace.clone(), claim.meta.name.clone());
         let seen = self
             .ctx
             .caches
             .claims
             .get(&key)
-            .is_some_and(|c| c.meta.uid == claim.meta.uid);
-        if !seen {
-            self.expectations
-                .expect_creations(pod_key, [claim.meta.uid.clone()]);
+            .is_some_and(|c| c.meta.uid == uid);
+        if seen {
+            self.expectations.observe_creations(pod_key, [uid]);
         }
         self.created_claims.lock().unwrap().mutation(claim);
     }
