@@ -186,7 +186,10 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         let before = pvc_decisions(&journal).len();
         let report = modules.reload().await;
         let after = pvc_decisions(&journal).len();
-        match (refusal, report.change(World::PvcProtection)) {
+        match (
+            refusal,
+            report.change(World::of::<rekon_contract::PvcProtectionWorld>()),
+        ) {
             (Some(expected), Change::Refused(reason)) => {
                 assert!(reason.contains(expected), "{module}: {reason}")
             }

@@ -35,6 +35,9 @@ pub trait WorldBinding<W: WitWorld, T: 'static>: Send + Sync {
 
 /// A world whose versions the host binds.
 pub trait BindWorld: WitWorld + Sized {
+    /// The contract versions that have this world, newest first.
+    const VERSIONS: &'static [&'static ContractVersion];
+
     /// Binds `pre` (a component exporting this world at `version`). `None` when
     /// the host does not bind that version.
     #[allow(clippy::type_complexity)]
@@ -80,6 +83,8 @@ macro_rules! bind_world {
         )+
 
         impl BindWorld for $world {
+            const VERSIONS: &'static [&'static ContractVersion] = &[$(&$version::VERSION),+];
+
             fn bind<T: Send + 'static>(
                 version: &str,
                 pre: InstancePre<T>,
@@ -140,4 +145,18 @@ bind_world! {
     pre: ephemeral::EphemeralVolumePre,
     versions: [v0_2_0 => rekon_reconcile0_2_0_volume_decider],
     call: { call_decide },
+}
+
+/// Generic code run once per world: see [`visit_worlds`].
+pub trait WorldVisitor {
+    fn visit<W: BindWorld>(&mut self);
+}
+
+/// Every world the host binds, in this order. The one list of worlds: the
+/// runtime, the module manager and the CLI derive theirs from it. Adding a
+/// world is one line here.
+pub fn visit_worlds(visitor: &mut impl WorldVisitor) {
+    visitor.visit::<PvcProtectionWorld>();
+    visitor.visit::<ResourceClaimWorld>();
+    visitor.visit::<EphemeralVolumeWorld>();
 }

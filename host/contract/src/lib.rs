@@ -13,7 +13,7 @@ pub mod bindings;
 pub mod project;
 pub mod world;
 
-pub use binding::{BindWorld, CallError, WorldBinding};
+pub use binding::{BindWorld, CallError, WorldBinding, WorldVisitor, visit_worlds};
 pub use bindings::{ContractVersion, PACKAGE, SUPPORTED_VERSIONS};
 pub use rekon_guest::model;
 pub use world::{

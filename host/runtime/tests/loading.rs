@@ -61,7 +61,7 @@ fn unsupported_contract_version_is_named() {
     )"#;
     let err = engine()
         .loader()
-        .world(World::PvcProtection)
+        .world(World::of::<rekon_contract::PvcProtectionWorld>())
         .bytes("future", future.as_bytes())
         .unwrap_err();
     assert!(matches!(err, LoadError::UnsupportedVersion { .. }), "{err}");
@@ -78,7 +78,7 @@ fn guest_of_another_world_is_rejected_listing_its_exports() {
     let path = built_guest("rekon_guest_pvc_protection");
     let err = engine()
         .loader()
-        .world(World::ResourceClaim)
+        .world(World::of::<rekon_contract::ResourceClaimWorld>())
         .file(&path)
         .unwrap_err();
     let message = err.to_string();
@@ -104,8 +104,14 @@ fn world_is_detected_from_the_exports() {
         .loader()
         .file(built_guest("rekon_guest_resource_claim"))
         .unwrap();
-    assert_eq!(pvc.world(), World::PvcProtection);
-    assert_eq!(claim.world(), World::ResourceClaim);
+    assert_eq!(
+        pvc.world(),
+        World::of::<rekon_contract::PvcProtectionWorld>()
+    );
+    assert_eq!(
+        claim.world(),
+        World::of::<rekon_contract::ResourceClaimWorld>()
+    );
     assert_eq!(pvc.version().version, "0.2.0");
     assert_eq!(pvc.version().package(), "rekon:reconcile@0.2.0");
     assert_eq!(pvc.id().name(), "rekon_guest_pvc_protection");
@@ -184,7 +190,10 @@ fn the_ephemeral_volume_guest_is_detected_and_decides_through_the_generic_call()
         .loader()
         .file(built_guest("rekon_guest_ephemeral_volume"))
         .expect("ephemeral-volume guest (run `make guests`)");
-    assert_eq!(guest.world(), World::EphemeralVolume);
+    assert_eq!(
+        guest.world(),
+        World::of::<rekon_contract::EphemeralVolumeWorld>()
+    );
     assert_eq!(guest.version().version, "0.2.0");
     let input = VolumeInput {
         pod: EphemeralPod {
