@@ -151,7 +151,9 @@ impl Modules {
         let mut missing = None;
         for controller in &modules.shared.controllers {
             match report.change(controller.world()) {
-                Change::Missing(reason) => missing = Some(not_serving(controller, reason)),
+                Change::Missing(reason) => {
+                    missing.get_or_insert_with(|| not_serving(controller, reason));
+                }
                 Change::Refused(reason) => return Err(not_serving(controller, reason)),
                 Change::Published { .. } | Change::Unchanged => {}
             }
