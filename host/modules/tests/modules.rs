@@ -34,10 +34,6 @@ impl GuestsDir {
             dir: tempfile::tempdir().unwrap(),
         };
         dir.put("resource-claim.wasm", &guest("rekon_guest_resource_claim"));
-        dir.put(
-            "ephemeral-volume.wasm",
-            &guest("rekon_guest_ephemeral_volume"),
-        );
         dir
     }
 
@@ -468,8 +464,6 @@ async fn a_configmap_update_is_noticed_and_published() {
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join("pvc.wasm"), pvc).unwrap();
         std::fs::write(dir.join("claim.wasm"), guest("rekon_guest_resource_claim")).unwrap();
-        let volume = guest("rekon_guest_ephemeral_volume");
-        std::fs::write(dir.join("ephemeral-volume.wasm"), volume).unwrap();
         let claim = ModuleDigest::of(&guest("rekon_guest_resource_claim"));
         let config = format!(
             "{}resource-claim: {{module: claim.wasm, sha256: {claim}}}\n",
@@ -534,7 +528,7 @@ async fn the_precompiled_cache_directory_serves_a_restart() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".cwasm"))
         .collect();
-    assert_eq!(cached.len(), 3, "one per module: {cached:?}");
+    assert_eq!(cached.len(), 2, "one per module: {cached:?}");
     assert!(cached.iter().any(|n| n.starts_with(good.hex())));
     drop(first);
 
