@@ -13,8 +13,7 @@ use wasmtime::component::InstancePre;
 
 use crate::bindings::{ContractVersion, v0_1_0, v0_2_0};
 use crate::world::{
-    EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
-    ResourceClaimWorld, WitWorld,
+    PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld, WitWorld,
 };
 
 /// Where a decision failed: instantiation failures that are not the guest's
@@ -48,9 +47,9 @@ pub trait BindWorld: WitWorld + Sized {
 }
 
 /// The generated `*Pre` of one version, with that version's constant.
-struct Bound<P> {
-    pre: P,
-    version: &'static ContractVersion,
+pub(crate) struct Bound<P> {
+    pub(crate) pre: P,
+    pub(crate) version: &'static ContractVersion,
 }
 
 /// Binds a world at every listed version (each with its generated accessor of the
@@ -114,6 +113,7 @@ macro_rules! bind_world {
         }
     };
 }
+pub(crate) use bind_world;
 
 bind_world! {
     world: PvcProtectionWorld,
@@ -140,13 +140,6 @@ bind_world! {
     },
 }
 
-bind_world! {
-    world: EphemeralVolumeWorld,
-    pre: ephemeral::EphemeralVolumePre,
-    versions: [v0_2_0 => rekon_reconcile0_2_0_volume_decider],
-    call: { call_decide },
-}
-
 /// Generic code run once per world: see [`visit_worlds`].
 pub trait WorldVisitor {
     fn visit<W: BindWorld>(&mut self);
@@ -158,5 +151,5 @@ pub trait WorldVisitor {
 pub fn visit_worlds(visitor: &mut impl WorldVisitor) {
     visitor.visit::<PvcProtectionWorld>();
     visitor.visit::<ResourceClaimWorld>();
-    visitor.visit::<EphemeralVolumeWorld>();
+    visitor.visit::<crate::EphemeralVolumeWorld>();
 }

@@ -88,19 +88,8 @@ pub mod v0_2_0 {
         });
     }
 
-    /// The ephemeral-volume world (new in 0.2.0): exports `volume-decider`.
-    pub mod ephemeral {
-        wasmtime::component::bindgen!({
-            path: "../../wit",
-            world: "rekon:reconcile/ephemeral-volume@0.2.0",
-            with: { "rekon:reconcile/log@0.2.0": super::shared::rekon::reconcile0_2_0::log },
-        });
-    }
-
     pub use claim::exports::rekon::reconcile0_2_0::claim_decider;
-    pub use ephemeral::exports::rekon::reconcile0_2_0::volume_decider;
     pub use pvc::exports::rekon::reconcile0_2_0::pvc_decider;
-    rekon_guest::impl_ephemeral_conversions!(volume_decider);
     pub use shared::rekon::reconcile0_2_0::{log, types};
 
     rekon_guest::impl_contract_conversions!(

@@ -2,8 +2,8 @@
 //!
 //! Everything generic in the host (deciders, shadows, guards, the decision pool,
 //! `rekon eval`) is written once over [`WitWorld`]; adding a world means one
-//! marker type and one impl here, plus its bindings and one line in
-//! [`crate::visit_worlds`].
+//! marker type and one impl (here, or in the world's own module with its
+//! bindings, as `ephemeral_volume`) and one line in [`crate::visit_worlds`].
 
 use std::fmt::Debug;
 
@@ -127,22 +127,5 @@ impl WitWorld for ResourceClaimWorld {
             ResourceClaimDecision::Claim(d) => serde_json::to_value(d),
         }
         .expect("model values always serialise")
-    }
-}
-
-/// `rekon:reconcile/ephemeral-volume` (0.2.0 on): which PVCs a pod's ephemeral
-/// volumes still need.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct EphemeralVolumeWorld;
-
-impl WitWorld for EphemeralVolumeWorld {
-    const NAME: &'static str = "ephemeral-volume";
-    const EXPORT: &'static str = "volume-decider";
-    const FUNCTIONS: &'static [&'static str] = &["decide"];
-    type Input = rekon_guest::ephemeral::VolumeInput;
-    type Decision = rekon_guest::ephemeral::VolumeDecision;
-
-    fn function(_: &Self::Input) -> &'static str {
-        "decide"
     }
 }
