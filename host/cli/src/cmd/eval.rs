@@ -21,8 +21,8 @@ pub const GUEST_FAILED: u8 = 2;
 pub struct Args {
     #[command(flatten)]
     guest: GuestArgs,
-    /// The exported decision: decide (pvc-protection, ephemeral-volume), decide-pod or
-    /// decide-claim (resource-claim).
+    /// The exported decision, a function of the guest's world (e.g. decide,
+    /// decide-pod, decide-claim).
     #[arg(long)]
     decision: String,
     /// The decision input in its model form (kebab-case), as .json or .yaml.
