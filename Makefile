@@ -10,7 +10,8 @@ export CARGO_TARGET_DIR
 GUEST_PROFILE := guest
 export REKON_GUEST_DIR := $(CARGO_TARGET_DIR)/wasm32-wasip2/$(GUEST_PROFILE)
 REKON := $(CARGO_TARGET_DIR)/debug/rekon
-GUEST_CRATES := -p rekon-guest-pvc-protection -p rekon-guest-resource-claim -p rekon-guest-misbehaving -p rekon-guest-ephemeral-volume
+# Every guest crate but the SDK: guests/<name> is the crate rekon-guest-<name>.
+GUEST_CRATES := $(patsubst guests/%/,-p rekon-guest-%,$(filter-out guests/sdk/,$(wildcard guests/*/)))
 
 .PHONY: setup guests build test guest-cases demo bench bench-scale bench-scale-real
 
@@ -23,10 +24,12 @@ guests: setup
 build: guests
 	cargo build -p rekon
 
+# guests/<world>/cases against the module built from guests/<world>.
 guest-cases: build
-	$(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_pvc_protection.wasm guests/pvc-protection/cases
-	$(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_resource_claim.wasm guests/resource-claim/cases
-	$(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_ephemeral_volume.wasm guests/ephemeral-volume/cases
+	set -e; for cases in guests/*/cases; do \
+	  guest=$$(basename $$(dirname $$cases) | tr - _); \
+	  $(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_$$guest.wasm $$cases; \
+	done
 
 test: guests
 	cargo test --workspace --no-fail-fast

@@ -52,12 +52,12 @@ async fn a_0_1_0_module_and_a_0_2_0_module_decide_in_the_same_host() {
     let engine = Engine::new(EngineConfig::default()).expect("engine");
     let old_pvc = load(
         &engine,
-        World::PvcProtection,
+        World::of::<rekon_contract::PvcProtectionWorld>(),
         contract_fixture("0.1.0", "rekon_guest_pvc_protection"),
     );
     let new_claim = load(
         &engine,
-        World::ResourceClaim,
+        World::of::<rekon_contract::ResourceClaimWorld>(),
         built_guest("rekon_guest_resource_claim"),
     );
     assert_eq!(old_pvc.version().version, "0.1.0");
@@ -105,18 +105,18 @@ async fn a_hot_swap_from_0_1_0_to_0_2_0_under_load_fails_no_decision() {
     let engine = Engine::new(EngineConfig::default()).expect("engine");
     let old = load(
         &engine,
-        World::PvcProtection,
+        World::of::<rekon_contract::PvcProtectionWorld>(),
         contract_fixture("0.1.0", "rekon_guest_pvc_protection"),
     );
     let new = load(
         &engine,
-        World::PvcProtection,
+        World::of::<rekon_contract::PvcProtectionWorld>(),
         built_guest("rekon_guest_pvc_protection"),
     );
     let (old_digest, new_digest) = (old.id().digest().to_string(), new.id().digest().to_string());
     let claim = load(
         &engine,
-        World::ResourceClaim,
+        World::of::<rekon_contract::ResourceClaimWorld>(),
         built_guest("rekon_guest_resource_claim"),
     );
     let slot = Arc::new(Slot::<PvcProtectionWorld>::new(Arc::new(old)));

@@ -322,17 +322,14 @@ fn the_deployment_only_passes_flags_rekon_run_has() {
 }
 
 #[test]
-fn the_guests_config_map_holds_guests_yaml_and_both_modules() {
+fn the_guests_config_map_holds_guests_yaml_and_every_worlds_module() {
     let config_map: ConfigMap = find("ConfigMap");
     assert_eq!(config_map.metadata.name.as_deref(), Some("rekon-guests"));
     let guests_yaml = &config_map.data.unwrap()["guests.yaml"];
     let parsed: serde_yaml::Value = serde_yaml::from_str(guests_yaml).unwrap();
-    for (controller, module) in [
-        ("pvc-protection", "pvc-protection.wasm"),
-        ("resource-claim", "resource-claim.wasm"),
-        ("ephemeral-volume", "ephemeral-volume.wasm"),
-    ] {
-        assert_eq!(parsed[controller]["module"].as_str(), Some(module));
+    for world in rekon_runtime::World::all() {
+        let (controller, module) = (world.name(), &format!("{}.wasm", world.name()));
+        assert_eq!(parsed[controller]["module"].as_str(), Some(module.as_str()));
         assert!(
             parsed[controller]["sha256"]
                 .as_str()

@@ -20,12 +20,15 @@ async fn run_with(state: Vec<Value>, steps: Vec<Step>, options: ClusterOptions) 
     let engine = Engine::new(EngineConfig::default()).expect("engine");
     let guest = engine
         .loader()
-        .world(World::EphemeralVolume)
+        .world(World::of::<rekon_contract::EphemeralVolumeWorld>())
         .file(rekon_runtime::testing::built_guest(
             "rekon_guest_ephemeral_volume",
         ))
         .expect("ephemeral-volume guest (run `make guests`)");
-    assert_eq!(guest.world(), World::EphemeralVolume);
+    assert_eq!(
+        guest.world(),
+        World::of::<rekon_contract::EphemeralVolumeWorld>()
+    );
     let deciders =
         Deciders::new().with(Arc::new(Slot::<EphemeralVolumeWorld>::new(Arc::new(guest))));
     let options = ClusterOptions {

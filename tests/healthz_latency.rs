@@ -46,7 +46,7 @@ async fn healthz_stays_fast_while_guests_loop_on_one_runtime_thread() {
     let engine = Engine::new(EngineConfig::default()).unwrap();
     let looping = engine
         .loader()
-        .world(World::PvcProtection)
+        .world(World::of::<rekon_contract::PvcProtectionWorld>())
         .file(rekon_runtime::testing::built_guest(
             "rekon_guest_misbehaving",
         ))

@@ -2,24 +2,27 @@
 //! stream of PVCs is created and deleted, and the pvc-protection module is
 //! swapped several times, bad modules included. Every PVC converges, no
 //! decision fails, the journal's digests change at each swap and only at the
-//! good ones, and no bad module ever decides.
+//! good ones, and no bad module ever decides. A controller whose module is
+//! missing waits for it and starts when it appears.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use rekon_controllers::host::Host;
+use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::{Entry, Journal};
+use rekon_controllers::observe::Observer;
 use rekon_modules::testing::with_custom_section;
 use rekon_modules::{Change, EventTarget, ModuleDigest, Modules, ModulesOptions};
 use rekon_runtime::World;
 use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
-use rekon_tests::sim::{PVC_FINALIZER, finalizers, namespace};
+use rekon_tests::sim::{PVC_FINALIZER, ephemeral_volume, finalizers, namespace, pod};
 use serde_json::json;
 
 const NS: &str = "load";
@@ -109,10 +112,6 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         &with_custom_section(&reference, "rekon-build", b"4"),
     );
     let claim = put("claim.wasm", &guest("rekon_guest_resource_claim"));
-    put(
-        "ephemeral-volume.wasm",
-        &guest("rekon_guest_ephemeral_volume"),
-    );
     let core = put("core.wasm", &wat::parse_str("(module)").unwrap());
     let trapping = put("trapping.wasm", &guest("rekon_guest_misbehaving"));
     let config = |module: &str, digest: &ModuleDigest| {
@@ -186,7 +185,10 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
         let before = pvc_decisions(&journal).len();
         let report = modules.reload().await;
         let after = pvc_decisions(&journal).len();
-        match (refusal, report.change(World::PvcProtection)) {
+        match (
+            refusal,
+            report.change(World::of::<rekon_contract::PvcProtectionWorld>()),
+        ) {
             (Some(expected), Change::Refused(reason)) => {
                 assert!(reason.contains(expected), "{module}: {reason}")
             }
@@ -298,8 +300,9 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
             .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("rekon-0"))
             .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
             .collect();
-        // Three first activations (one per controller), three swaps, four refusals.
-        if reasons.len() >= 10 || Instant::now() > deadline {
+        // Two first activations (pvc-protection, resource-claim: the directory has
+        // no ephemeral-volume module), three swaps, four refusals.
+        if reasons.len() >= 9 || Instant::now() > deadline {
             break reasons;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -307,7 +310,7 @@ async fn modules_swap_under_load_without_losing_a_reconcile() {
     let count = |reason: &str| reasons.iter().filter(|(r, _)| r == reason).count();
     assert_eq!(
         (count("ModuleActivated"), count("ModuleRejected")),
-        (6, 4),
+        (5, 4),
         "{reasons:#?}"
     );
     let rejected: Vec<_> = reasons
@@ -336,10 +339,6 @@ async fn a_trapping_version_is_rolled_back_and_its_keys_converge() {
     let good = put("good.wasm", &guest("rekon_guest_pvc_protection"));
     let trapping = put("trapping.wasm", &guest("rekon_guest_misbehaving"));
     let claim = put("claim.wasm", &guest("rekon_guest_resource_claim"));
-    put(
-        "ephemeral-volume.wasm",
-        &guest("rekon_guest_ephemeral_volume"),
-    );
     let yaml = format!(
         "pvc-protection:\n  module: trapping.wasm\n  sha256: {trapping}\n  \
          previous: {{module: good.wasm, sha256: {good}}}\n  \
@@ -426,4 +425,138 @@ async fn a_trapping_version_is_rolled_back_and_its_keys_converge() {
         pvc.last_error
     );
     cluster.server.shutdown().await;
+}
+
+/// `rekon_controller_enabled{controller}` as the host last set it.
+#[derive(Default)]
+struct Enabled(Mutex<BTreeMap<String, bool>>);
+
+impl Enabled {
+    fn get(&self, controller: &str) -> Option<bool> {
+        self.0.lock().unwrap().get(controller).copied()
+    }
+}
+
+impl Observer for Enabled {
+    fn controller_enabled(&self, controller: &str, enabled: bool) {
+        self.0.lock().unwrap().insert(controller.into(), enabled);
+    }
+}
+
+/// Polls `done` until it holds or 20 s pass.
+async fn eventually<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut done: impl FnMut() -> F,
+) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done().await {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A guests directory with only the pvc-protection module: `rekon run` starts,
+/// is ready, and protects PVCs; resource-claim and ephemeral-volume are not
+/// started (disabled in the metric). Once the ephemeral-volume module is added
+/// and the directory reloaded, its controller starts and creates the pod's PVC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_controller_without_module_waits_and_starts_when_the_module_appears() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = |world: &str, stem: &str| {
+        std::fs::write(dir.path().join(format!("{world}.wasm")), guest(stem)).unwrap();
+    };
+    module("pvc-protection", "rekon_guest_pvc_protection");
+    let modules = Modules::open(ModulesOptions::new(dir.path()))
+        .await
+        .expect("one module is enough to open");
+    let status = modules.status();
+    assert!(
+        status
+            .controller("pvc-protection")
+            .unwrap()
+            .active
+            .is_some()
+    );
+    assert!(
+        status
+            .controller("ephemeral-volume")
+            .unwrap()
+            .active
+            .is_none()
+    );
+
+    let cluster = EmbeddedCluster::start(&ClusterOptions {
+        pvc_protection_admission: false,
+        ..ClusterOptions::default()
+    })
+    .await
+    .unwrap();
+    cluster
+        .server
+        .store()
+        .load_objects(vec![namespace(NS)])
+        .unwrap();
+    let enabled = Arc::new(Enabled::default());
+    let host = Host::start(
+        cluster.client.clone(),
+        HostConfig {
+            discovery_interval: Duration::from_secs(1),
+            ..HostConfig::new(
+                modules.deciders(),
+                Arc::new(Journal::new()),
+                enabled.clone(),
+            )
+        },
+    );
+    let probe = host.probe();
+    eventually("the host is ready", || async { probe.unready().is_none() }).await;
+    assert_eq!(probe.running(), ["pvc-protection"]);
+    assert_eq!(enabled.get("resource-claim"), Some(false));
+    assert_eq!(enabled.get("ephemeral-volume"), Some(false));
+
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(cluster.client.clone(), NS);
+    pvcs.create(&PostParams::default(), &pvc("data"))
+        .await
+        .unwrap();
+    eventually("pvc-protection protects the PVC", || async {
+        pvcs.get("data").await.unwrap().metadata.finalizers == Some(vec![PVC_FINALIZER.into()])
+    })
+    .await;
+    let web: Pod =
+        serde_json::from_value(pod(NS, "web", "", json!([ephemeral_volume("scratch")]))).unwrap();
+    Api::<Pod>::namespaced(cluster.client.clone(), NS)
+        .create(&PostParams::default(), &web)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        pvcs.get_opt("web-scratch").await.unwrap().is_none(),
+        "no ephemeral-volume controller without its module"
+    );
+
+    module("ephemeral-volume", "rekon_guest_ephemeral_volume");
+    let report = modules.reload().await;
+    let volume = World::of::<rekon_contract::EphemeralVolumeWorld>();
+    assert!(
+        matches!(report.change(volume), Change::Published { .. }),
+        "{report:?}"
+    );
+    let claim = World::of::<rekon_contract::ResourceClaimWorld>();
+    assert!(
+        matches!(report.change(claim), Change::Missing(reason)
+            if reason.contains("resource-claim.wasm or rekon_guest_resource_claim.wasm")),
+        "{report:?}"
+    );
+    eventually("the ephemeral-volume controller starts", || async {
+        probe.running().contains(&"ephemeral-volume")
+    })
+    .await;
+    assert_eq!(enabled.get("ephemeral-volume"), Some(true));
+    eventually("the pod's ephemeral PVC is created", || async {
+        pvcs.get_opt("web-scratch").await.unwrap().is_some()
+    })
+    .await;
+    assert!(probe.unready().is_none());
+    assert!(!probe.running().contains(&"resource-claim"));
+    host.shutdown(Duration::from_secs(5)).await;
 }

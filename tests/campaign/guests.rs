@@ -28,9 +28,18 @@ impl Guests {
                 .unwrap_or_else(|e| panic!("{stem} (run `make guests`): {e}"))
         };
         Self {
-            pvc: Arc::new(load(World::PvcProtection, "rekon_guest_pvc_protection")),
-            claim: Arc::new(load(World::ResourceClaim, "rekon_guest_resource_claim")),
-            misbehaving: Arc::new(load(World::PvcProtection, "rekon_guest_misbehaving")),
+            pvc: Arc::new(load(
+                World::of::<rekon_contract::PvcProtectionWorld>(),
+                "rekon_guest_pvc_protection",
+            )),
+            claim: Arc::new(load(
+                World::of::<rekon_contract::ResourceClaimWorld>(),
+                "rekon_guest_resource_claim",
+            )),
+            misbehaving: Arc::new(load(
+                World::of::<rekon_contract::PvcProtectionWorld>(),
+                "rekon_guest_misbehaving",
+            )),
         }
     }
 

@@ -21,14 +21,14 @@ pub fn wasm_deciders() -> Deciders {
     let engine = Engine::new(EngineConfig::default()).expect("engine");
     let pvc = engine
         .loader()
-        .world(World::PvcProtection)
+        .world(World::of::<rekon_contract::PvcProtectionWorld>())
         .file(rekon_runtime::testing::built_guest(
             "rekon_guest_pvc_protection",
         ))
         .expect("pvc-protection guest (run `make guests`)");
     let claim = engine
         .loader()
-        .world(World::ResourceClaim)
+        .world(World::of::<rekon_contract::ResourceClaimWorld>())
         .file(rekon_runtime::testing::built_guest(
             "rekon_guest_resource_claim",
         ))

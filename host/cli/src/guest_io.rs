@@ -1,13 +1,13 @@
 //! What `eval` and `test` share: loading a guest from flags, reading model
-//! values from JSON or YAML, and calling any decision by name.
+//! values from JSON or YAML, and calling any decision of any world by name.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rekon_contract::model;
-use rekon_runtime::{Decision, Engine, EngineConfig, GuestPre, Limits, RuntimeError, World};
-use serde::Serialize;
+use std::collections::BTreeSet;
+
+use rekon_runtime::{Engine, EngineConfig, GuestPre, JsonDecisionError, Limits, World};
 use serde::de::DeserializeOwned;
 
 /// The guest flags of `eval` and `test`.
@@ -48,81 +48,36 @@ impl GuestArgs {
     }
 }
 
-/// The input of any decision.
-#[derive(Debug)]
-// One value per CLI call, moved straight into the guest: boxing buys nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum AnyInput {
-    Pvc(model::PvcInput),
-    Pod(model::PodInput),
-    Claim(model::ClaimInput),
-    Volume(rekon_guest::ephemeral::VolumeInput),
-}
-
-/// The output of any decision; serialises as the decision itself.
-#[derive(Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum AnyDecision {
-    Pvc(model::PvcDecision),
-    Pod(model::PodDecision),
-    Claim(model::ClaimDecision),
-    Volume(rekon_guest::ephemeral::VolumeDecision),
-}
-
-impl AnyInput {
-    /// Interprets `value` (any serde format) as the input of `decision` of `world`.
-    pub fn from_value<'de, D: serde::Deserializer<'de>>(
-        world: World,
-        decision: Decision,
-        value: D,
-    ) -> Result<Self, D::Error> {
-        use serde::Deserialize as _;
-        Ok(match decision {
-            // Its one function is also called `decide`.
-            _ if world == World::EphemeralVolume => {
-                Self::Volume(rekon_guest::ephemeral::VolumeInput::deserialize(value)?)
-            }
-            Decision::Decide => Self::Pvc(model::PvcInput::deserialize(value)?),
-            Decision::DecidePod => Self::Pod(model::PodInput::deserialize(value)?),
-            Decision::DecideClaim => Self::Claim(model::ClaimInput::deserialize(value)?),
-        })
+/// The worlds exporting decision `function`; an error when none does.
+pub fn worlds_deciding(function: &str) -> anyhow::Result<Vec<World>> {
+    let worlds: Vec<World> = World::all()
+        .filter(|w| w.functions().contains(&function))
+        .collect();
+    if worlds.is_empty() {
+        let known: BTreeSet<&str> = World::all()
+            .flat_map(|w| w.functions().iter().copied())
+            .collect();
+        anyhow::bail!(
+            "unknown decision `{function}`: expected one of {}",
+            known.into_iter().collect::<Vec<_>>().join(", ")
+        );
     }
+    Ok(worlds)
 }
 
-impl AnyDecision {
-    /// Interprets `value` as what `decision` of `world` returns.
-    pub fn from_value<'de, D: serde::Deserializer<'de>>(
-        world: World,
-        decision: Decision,
-        value: D,
-    ) -> Result<Self, D::Error> {
-        use serde::Deserialize as _;
-        Ok(match decision {
-            _ if world == World::EphemeralVolume => {
-                Self::Volume(rekon_guest::ephemeral::VolumeDecision::deserialize(value)?)
-            }
-            Decision::Decide => Self::Pvc(model::PvcDecision::deserialize(value)?),
-            Decision::DecidePod => Self::Pod(model::PodDecision::deserialize(value)?),
-            Decision::DecideClaim => Self::Claim(model::ClaimDecision::deserialize(value)?),
-        })
-    }
-
-    pub fn to_pretty_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("model values always serialise")
-    }
+/// Runs decision `function` of the guest's world on `input` (its serde form)
+/// and returns the decision's serde form. The runtime never touches tokio, so
+/// this is safe from any context (a current-thread runtime included).
+pub fn decide(
+    guest: &GuestPre,
+    function: &str,
+    input: serde_json::Value,
+) -> Result<serde_json::Value, JsonDecisionError> {
+    guest.world().decide_json(guest, function, input)
 }
 
-/// Runs the decision the input belongs to. The runtime never touches tokio,
-/// so this is safe from any context (a current-thread runtime included).
-pub fn decide(guest: &GuestPre, input: AnyInput) -> Result<AnyDecision, RuntimeError> {
-    Ok(match input {
-        AnyInput::Pvc(input) => AnyDecision::Pvc(guest.decide_pvc(input)?),
-        AnyInput::Pod(input) => AnyDecision::Pod(guest.decide_pod(input)?),
-        AnyInput::Claim(input) => AnyDecision::Claim(guest.decide_claim(input)?),
-        AnyInput::Volume(input) => {
-            AnyDecision::Volume(guest.decide::<rekon_contract::EphemeralVolumeWorld>(input)?)
-        }
-    })
+pub fn to_pretty_json(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).expect("JSON values always serialise")
 }
 
 /// Reads `path` as JSON (`.json`) or YAML (`.yaml`, `.yml`) into `T`.

@@ -13,8 +13,7 @@ use wasmtime::component::InstancePre;
 
 use crate::bindings::{ContractVersion, v0_1_0, v0_2_0};
 use crate::world::{
-    EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
-    ResourceClaimWorld, WitWorld,
+    PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld, WitWorld,
 };
 
 /// Where a decision failed: instantiation failures that are not the guest's
@@ -35,6 +34,9 @@ pub trait WorldBinding<W: WitWorld, T: 'static>: Send + Sync {
 
 /// A world whose versions the host binds.
 pub trait BindWorld: WitWorld + Sized {
+    /// The contract versions that have this world, newest first.
+    const VERSIONS: &'static [&'static ContractVersion];
+
     /// Binds `pre` (a component exporting this world at `version`). `None` when
     /// the host does not bind that version.
     #[allow(clippy::type_complexity)]
@@ -45,9 +47,9 @@ pub trait BindWorld: WitWorld + Sized {
 }
 
 /// The generated `*Pre` of one version, with that version's constant.
-struct Bound<P> {
-    pre: P,
-    version: &'static ContractVersion,
+pub(crate) struct Bound<P> {
+    pub(crate) pre: P,
+    pub(crate) version: &'static ContractVersion,
 }
 
 /// Binds a world at every listed version (each with its generated accessor of the
@@ -80,6 +82,8 @@ macro_rules! bind_world {
         )+
 
         impl BindWorld for $world {
+            const VERSIONS: &'static [&'static ContractVersion] = &[$(&$version::VERSION),+];
+
             fn bind<T: Send + 'static>(
                 version: &str,
                 pre: InstancePre<T>,
@@ -109,6 +113,7 @@ macro_rules! bind_world {
         }
     };
 }
+pub(crate) use bind_world;
 
 bind_world! {
     world: PvcProtectionWorld,
@@ -135,9 +140,16 @@ bind_world! {
     },
 }
 
-bind_world! {
-    world: EphemeralVolumeWorld,
-    pre: ephemeral::EphemeralVolumePre,
-    versions: [v0_2_0 => rekon_reconcile0_2_0_volume_decider],
-    call: { call_decide },
+/// Generic code run once per world: see [`visit_worlds`].
+pub trait WorldVisitor {
+    fn visit<W: BindWorld>(&mut self);
+}
+
+/// Every world the host binds, in this order. The one list of worlds: the
+/// runtime, the module manager and the CLI derive theirs from it. Adding a
+/// world is one line here.
+pub fn visit_worlds(visitor: &mut impl WorldVisitor) {
+    visitor.visit::<PvcProtectionWorld>();
+    visitor.visit::<ResourceClaimWorld>();
+    visitor.visit::<crate::EphemeralVolumeWorld>();
 }

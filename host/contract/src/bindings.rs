@@ -13,23 +13,22 @@
 //! [`crate::binding`] then binds each (world, version) once, so nothing above the
 //! runtime sees a version.
 
-/// A contract version the host can run, with the names a component must export.
+/// A contract version the host can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContractVersion {
     /// The semver of the `rekon:reconcile` package.
     pub version: &'static str,
-    /// The exported interface of the pvc-protection world.
-    pub pvc_decider: &'static str,
-    /// The exported interface of the resource-claim world.
-    pub claim_decider: &'static str,
-    /// The exported interface of the ephemeral-volume world (0.2.0 on).
-    pub volume_decider: Option<&'static str>,
 }
 
 impl ContractVersion {
     /// `rekon:reconcile@0.2.0`: the package and version, for logs, status and labels.
     pub fn package(&self) -> String {
         format!("{PACKAGE}@{}", self.version)
+    }
+
+    /// The versioned name of `interface` (`rekon:reconcile/pvc-decider@0.2.0`).
+    pub fn export(&self, interface: &str) -> String {
+        format!("{PACKAGE}/{interface}@{}", self.version)
     }
 
     /// The supported version of this semver, if the host binds it.
@@ -55,12 +54,7 @@ pub mod v0_2_0 {
     use super::ContractVersion;
     use rekon_guest::{model, projection};
 
-    pub const VERSION: ContractVersion = ContractVersion {
-        version: "0.2.0",
-        pvc_decider: "rekon:reconcile/pvc-decider@0.2.0",
-        claim_decider: "rekon:reconcile/claim-decider@0.2.0",
-        volume_decider: Some("rekon:reconcile/volume-decider@0.2.0"),
-    };
+    pub const VERSION: ContractVersion = ContractVersion { version: "0.2.0" };
 
     /// The shared `types` and the host-implemented `log` interface.
     pub mod shared {
@@ -94,19 +88,8 @@ pub mod v0_2_0 {
         });
     }
 
-    /// The ephemeral-volume world (new in 0.2.0): exports `volume-decider`.
-    pub mod ephemeral {
-        wasmtime::component::bindgen!({
-            path: "../../wit",
-            world: "rekon:reconcile/ephemeral-volume@0.2.0",
-            with: { "rekon:reconcile/log@0.2.0": super::shared::rekon::reconcile0_2_0::log },
-        });
-    }
-
     pub use claim::exports::rekon::reconcile0_2_0::claim_decider;
-    pub use ephemeral::exports::rekon::reconcile0_2_0::volume_decider;
     pub use pvc::exports::rekon::reconcile0_2_0::pvc_decider;
-    rekon_guest::impl_ephemeral_conversions!(volume_decider);
     pub use shared::rekon::reconcile0_2_0::{log, types};
 
     rekon_guest::impl_contract_conversions!(
@@ -133,12 +116,7 @@ pub mod v0_2_0 {
 pub mod v0_1_0 {
     use super::ContractVersion;
 
-    pub const VERSION: ContractVersion = ContractVersion {
-        version: "0.1.0",
-        pvc_decider: "rekon:reconcile/pvc-decider@0.1.0",
-        claim_decider: "rekon:reconcile/claim-decider@0.1.0",
-        volume_decider: None,
-    };
+    pub const VERSION: ContractVersion = ContractVersion { version: "0.1.0" };
 
     /// The shared `types` and the host-implemented `log` interface.
     pub mod shared {

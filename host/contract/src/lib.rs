@@ -10,15 +10,16 @@
 
 pub mod binding;
 pub mod bindings;
+pub mod ephemeral_volume;
 pub mod project;
 pub mod world;
 
-pub use binding::{BindWorld, CallError, WorldBinding};
+pub use binding::{BindWorld, CallError, WorldBinding, WorldVisitor, visit_worlds};
 pub use bindings::{ContractVersion, PACKAGE, SUPPORTED_VERSIONS};
+pub use ephemeral_volume::EphemeralVolumeWorld;
 pub use rekon_guest::model;
 pub use world::{
-    EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
-    ResourceClaimWorld, WitWorld,
+    PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld, WitWorld,
 };
 
 /// The newest supported version: what new code binds by default.

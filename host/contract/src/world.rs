@@ -2,13 +2,15 @@
 //!
 //! Everything generic in the host (deciders, shadows, guards, the decision pool,
 //! `rekon eval`) is written once over [`WitWorld`]; adding a world means one
-//! marker type and one impl here, plus its bindings.
+//! marker type and one impl (here, or in the world's own module with its
+//! bindings, as `ephemeral_volume`) and one line in [`crate::visit_worlds`].
 
 use std::fmt::Debug;
 
 use rekon_guest::model::{ClaimDecision, ClaimInput, PodDecision, PodInput, PvcDecision, PvcInput};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, Error as _};
+use serde_json::Value;
 
 /// A controller world of `rekon:reconcile`, in its version-independent model form.
 pub trait WitWorld: Send + Sync + 'static {
@@ -24,6 +26,24 @@ pub trait WitWorld: Send + Sync + 'static {
     type Decision: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static;
     /// The WIT function an input is for (one of [`Self::FUNCTIONS`]).
     fn function(input: &Self::Input) -> &'static str;
+
+    /// The input of `function` (one of [`Self::FUNCTIONS`]) from its serde form,
+    /// as `rekon eval` and `rekon test` read it: a one-function world takes it as is.
+    fn input_of(function: &str, value: Value) -> Result<Self::Input, serde_json::Error> {
+        let _ = function;
+        serde_json::from_value(value)
+    }
+
+    /// What `function` returns, from its serde form (the inverse of [`Self::decision_value`]).
+    fn decision_of(function: &str, value: Value) -> Result<Self::Decision, serde_json::Error> {
+        let _ = function;
+        serde_json::from_value(value)
+    }
+
+    /// The serde form of a decision, as `rekon eval` prints it.
+    fn decision_value(decision: &Self::Decision) -> Value {
+        serde_json::to_value(decision).expect("model values always serialise")
+    }
 }
 
 /// `rekon:reconcile/pvc-protection`.
@@ -47,6 +67,8 @@ impl WitWorld for PvcProtectionWorld {
 pub struct ResourceClaimWorld;
 
 /// The input of a resource-claim decision.
+// One value per decision, moved straight into the guest: boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ResourceClaimInput {
@@ -75,21 +97,35 @@ impl WitWorld for ResourceClaimWorld {
             ResourceClaimInput::Claim(_) => "decide-claim",
         }
     }
-}
 
-/// `rekon:reconcile/ephemeral-volume` (0.2.0 on): which PVCs a pod's ephemeral
-/// volumes still need.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct EphemeralVolumeWorld;
+    fn input_of(function: &str, value: Value) -> Result<ResourceClaimInput, serde_json::Error> {
+        match function {
+            "decide-pod" => serde_json::from_value(value).map(ResourceClaimInput::Pod),
+            "decide-claim" => serde_json::from_value(value).map(ResourceClaimInput::Claim),
+            other => Err(serde_json::Error::custom(format!(
+                "resource-claim has no function `{other}`"
+            ))),
+        }
+    }
 
-impl WitWorld for EphemeralVolumeWorld {
-    const NAME: &'static str = "ephemeral-volume";
-    const EXPORT: &'static str = "volume-decider";
-    const FUNCTIONS: &'static [&'static str] = &["decide"];
-    type Input = rekon_guest::ephemeral::VolumeInput;
-    type Decision = rekon_guest::ephemeral::VolumeDecision;
+    fn decision_of(
+        function: &str,
+        value: Value,
+    ) -> Result<ResourceClaimDecision, serde_json::Error> {
+        match function {
+            "decide-pod" => serde_json::from_value(value).map(ResourceClaimDecision::Pod),
+            "decide-claim" => serde_json::from_value(value).map(ResourceClaimDecision::Claim),
+            other => Err(serde_json::Error::custom(format!(
+                "resource-claim has no function `{other}`"
+            ))),
+        }
+    }
 
-    fn function(_: &Self::Input) -> &'static str {
-        "decide"
+    fn decision_value(decision: &ResourceClaimDecision) -> Value {
+        match decision {
+            ResourceClaimDecision::Pod(d) => serde_json::to_value(d),
+            ResourceClaimDecision::Claim(d) => serde_json::to_value(d),
+        }
+        .expect("model values always serialise")
     }
 }

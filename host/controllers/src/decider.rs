@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 use rekon_contract::WitWorld;
 use rekon_runtime::GuestWorld;
+use tokio::sync::watch;
 
 use crate::observe::DecisionFailure;
 
@@ -41,27 +42,90 @@ pub trait Decider<W: WitWorld>: Send + Sync {
 }
 
 /// The active decider of one controller, swappable while decisions run.
-pub struct Slot<W: WitWorld>(ArcSwap<Arc<dyn Decider<W>>>);
+pub struct Slot<W: WitWorld> {
+    decider: ArcSwap<Arc<dyn Decider<W>>>,
+    /// Why no decider was published yet; `None` once one was.
+    missing: watch::Sender<Option<String>>,
+}
 
 impl<W: WitWorld> Slot<W> {
     pub fn new(decider: Arc<dyn Decider<W>>) -> Self {
-        Self(ArcSwap::from_pointee(decider))
+        Self {
+            decider: ArcSwap::from_pointee(decider),
+            missing: watch::Sender::new(None),
+        }
+    }
+
+    /// A slot nothing was published to yet, because of `reason`: the host
+    /// starts its controller at the first [`Slot::swap`].
+    pub fn missing(reason: impl Into<String>) -> Self {
+        Self {
+            decider: ArcSwap::from_pointee(Arc::new(Unloaded) as Arc<dyn Decider<W>>),
+            missing: watch::Sender::new(Some(reason.into())),
+        }
+    }
+
+    /// Updates why nothing was published yet (no effect once something was).
+    pub fn set_missing(&self, reason: &str) {
+        self.missing.send_if_modified(|missing| match missing {
+            Some(old) if old != reason => {
+                *old = reason.to_owned();
+                true
+            }
+            _ => false,
+        });
     }
 
     /// The decider to use for one whole decision (kept even if a swap happens).
     pub fn current(&self) -> Arc<dyn Decider<W>> {
-        Arc::clone(&self.0.load())
+        Arc::clone(&self.decider.load())
     }
 
     /// Publishes a new decider; returns the previous one.
     pub fn swap(&self, decider: Arc<dyn Decider<W>>) -> Arc<dyn Decider<W>> {
-        Arc::clone(&self.0.swap(Arc::new(decider)))
+        let previous: Arc<dyn Decider<W>> = Arc::clone(&self.decider.swap(Arc::new(decider)));
+        self.missing
+            .send_if_modified(|missing| missing.take().is_some());
+        previous
+    }
+}
+
+/// What the host asks of a slot whatever its world.
+pub trait AnySlot: Any + Send + Sync {
+    /// Why no decider was published yet (`None` once one was), watched.
+    fn missing(&self) -> watch::Receiver<Option<String>>;
+}
+
+impl<W: WitWorld> AnySlot for Slot<W> {
+    fn missing(&self) -> watch::Receiver<Option<String>> {
+        self.missing.subscribe()
+    }
+}
+
+/// What a slot holds before anything is published; its controller is not
+/// started until then, so nothing calls it.
+struct Unloaded;
+
+impl<W: WitWorld> Decider<W> for Unloaded {
+    fn info(&self) -> GuestInfo {
+        GuestInfo {
+            name: "none".into(),
+            digest: "none".into(),
+        }
+    }
+
+    fn decide(&self, _key: &str, _input: W::Input) -> Result<W::Decision, DecideError> {
+        Err(DecideError {
+            guest: "none".into(),
+            message: "no decision module loaded".into(),
+            failure: DecisionFailure::Other,
+        })
     }
 }
 
 /// The slots of every world, by world: what the host gives its controllers.
 #[derive(Clone, Default)]
-pub struct Deciders(HashMap<&'static str, Arc<dyn Any + Send + Sync>>);
+pub struct Deciders(HashMap<&'static str, Arc<dyn AnySlot>>);
 
 impl Deciders {
     pub fn new() -> Self {
@@ -81,9 +145,15 @@ impl Deciders {
 
     /// The slot of world `W`, if one was given.
     pub fn get<W: WitWorld>(&self) -> Option<Arc<Slot<W>>> {
-        self.0
-            .get(W::NAME)
-            .and_then(|slot| Arc::clone(slot).downcast::<Slot<W>>().ok())
+        let slot: Arc<dyn AnySlot> = Arc::clone(self.0.get(W::NAME)?);
+        (slot as Arc<dyn Any + Send + Sync>)
+            .downcast::<Slot<W>>()
+            .ok()
+    }
+
+    /// Why world `world`'s slot has no decider yet, watched; `None` without a slot.
+    pub fn missing(&self, world: &str) -> Option<watch::Receiver<Option<String>>> {
+        self.0.get(world).map(|slot| slot.missing())
     }
 
     /// Every world's slot holds `decider` (tests, benches).

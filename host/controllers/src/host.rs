@@ -104,6 +104,8 @@ pub(crate) struct Shared {
     running: Mutex<Vec<Running>>,
     /// Controllers whose first discovery answer is still outstanding.
     undiscovered: AtomicUsize,
+    /// Controllers waiting for their decision module, until it is published.
+    waiting: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// Starts controller `R`: its queue, its watches, its workers.
@@ -161,7 +163,30 @@ pub(crate) fn start<R: Reconciler>(shared: &Shared) -> Result<Running, StartErro
 }
 
 impl Shared {
-    fn launch(&self, registration: &Registration) {
+    /// Starts `registration` now, or once its world's decision module is
+    /// published if the guests directory has none yet.
+    fn launch(self: &Arc<Self>, registration: &'static Registration) {
+        if self.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(mut missing) = self.deciders.missing(registration.world) else {
+            return self.start_now(registration);
+        };
+        let Some(reason) = missing.borrow_and_update().clone() else {
+            return self.start_now(registration);
+        };
+        tracing::warn!(controller = registration.name, world = registration.world, %reason,
+            "controller not started: no decision module; it starts when one appears in the guests directory");
+        let shared = self.clone();
+        let wait = tokio::spawn(async move {
+            if missing.wait_for(Option::is_none).await.is_ok() {
+                shared.start_now(registration);
+            }
+        });
+        self.waiting.lock().unwrap().push(wait);
+    }
+
+    fn start_now(&self, registration: &Registration) {
         if self.stopping.load(Ordering::Acquire) {
             return;
         }
@@ -294,6 +319,7 @@ impl Host {
             fence,
             running: Mutex::default(),
             undiscovered: AtomicUsize::new(0),
+            waiting: Mutex::default(),
         });
         let mut discovery = Vec::new();
         for registration in CONTROLLERS {
@@ -405,7 +431,11 @@ impl Host {
     /// are dropped: the next start finds their work again from the cluster state.
     pub async fn shutdown(self, grace: Duration) {
         self.shared.stopping.store(true, Ordering::Release);
-        for task in &self.discovery {
+        for task in self
+            .discovery
+            .iter()
+            .chain(self.shared.waiting.lock().unwrap().iter())
+        {
             task.abort();
         }
         let workers: Vec<JoinHandle<()>> = {

@@ -20,7 +20,7 @@ use crate::cache::{Cache, ObjectKey, Projection};
 use crate::context::Caches;
 
 /// A pod as the caches keep it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CachedPod {
     pub pod: model::Pod,
     /// Some container (init, app or ephemeral) is running, per the pod status.

@@ -373,7 +373,7 @@ mod tests {
                 ..Default::default()
             },
             container_running: running,
-            ephemeral: Vec::new(),
+            ..Default::default()
         })
     }
 

@@ -39,7 +39,9 @@ fn main() {
     rows.push((
         "deserialize",
         time(|| {
-            let loader = engine.loader().world(World::PvcProtection);
+            let loader = engine
+                .loader()
+                .world(World::of::<rekon_contract::PvcProtectionWorld>());
             let started = Instant::now();
             // SAFETY: precompiled by this engine just above.
             let guest = unsafe { loader.precompiled("pvc", &precompiled) }.unwrap();
@@ -49,7 +51,7 @@ fn main() {
     let guest = unsafe {
         engine
             .loader()
-            .world(World::PvcProtection)
+            .world(World::of::<rekon_contract::PvcProtectionWorld>())
             .precompiled("pvc", &precompiled)
     }
     .unwrap();
@@ -86,7 +88,11 @@ fn main() {
         time(|| {
             let started = Instant::now();
             let version = loader
-                .load(World::PvcProtection, Limits::default(), &file)
+                .load(
+                    World::of::<rekon_contract::PvcProtectionWorld>(),
+                    Limits::default(),
+                    &file,
+                )
                 .unwrap();
             let previous = slot.swap(Arc::new(version));
             (started.elapsed(), previous)

@@ -14,6 +14,7 @@
 //!   autoRollback: {maxFailureFraction: 0.05, minDecisions: 50}
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path};
 use std::time::Duration;
 
@@ -39,18 +40,10 @@ pub enum ConfigError {
     },
 }
 
-/// The whole file; a controller it does not name keeps the conventional module
-/// file of the guests directory.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GuestsConfig {
-    #[serde(rename = "pvc-protection")]
-    pub pvc_protection: Option<ControllerConfig>,
-    #[serde(rename = "resource-claim")]
-    pub resource_claim: Option<ControllerConfig>,
-    #[serde(rename = "ephemeral-volume")]
-    pub ephemeral_volume: Option<ControllerConfig>,
-}
+/// The whole file, by world name; a world it does not name keeps the
+/// conventional module file of the guests directory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GuestsConfig(BTreeMap<&'static str, ControllerConfig>);
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -112,40 +105,45 @@ impl GuestsConfig {
     /// Parses the text of `file` (named in errors); `memoryMiB` may be at most
     /// `max_memory_mib`, the engine's bound.
     pub fn parse(file: &str, text: &str, max_memory_mib: usize) -> Result<Self, ConfigError> {
-        let deserializer = serde_yaml::Deserializer::from_str(text);
-        let config: GuestsConfig =
-            serde_path_to_error::deserialize(deserializer).map_err(|err| {
-                let field = err.path().to_string();
-                ConfigError::Invalid {
-                    file: file.to_string(),
-                    field: if field == "." {
-                        "(top level)".into()
-                    } else {
-                        field
-                    },
-                    message: err.into_inner().to_string(),
-                }
+        let invalid = |field: String, message: String| ConfigError::Invalid {
+            file: file.to_string(),
+            field,
+            message,
+        };
+        let entries: Option<BTreeMap<String, serde_yaml::Value>> = serde_yaml::from_str(text)
+            .map_err(|err| invalid("(top level)".into(), err.to_string()))?;
+        let mut config = BTreeMap::new();
+        for (key, value) in entries.unwrap_or_default() {
+            let world = World::named(&key).ok_or_else(|| {
+                let known: Vec<String> = World::all().map(|w| format!("`{w}`")).collect();
+                invalid(
+                    "(top level)".into(),
+                    format!(
+                        "unknown field `{key}`, expected one of {}",
+                        known.join(", ")
+                    ),
+                )
             })?;
-        for world in World::ALL {
-            if let Some(controller) = config.controller(world) {
-                controller
-                    .validate(world, max_memory_mib)
-                    .map_err(|(field, message)| ConfigError::Invalid {
-                        file: file.to_string(),
-                        field,
-                        message,
-                    })?;
-            }
+            let controller: ControllerConfig =
+                serde_path_to_error::deserialize(value).map_err(|err| {
+                    let path = err.path().to_string();
+                    let field = if path == "." {
+                        key.clone()
+                    } else {
+                        format!("{key}.{path}")
+                    };
+                    invalid(field, err.into_inner().to_string())
+                })?;
+            controller
+                .validate(world, max_memory_mib)
+                .map_err(|(field, message)| invalid(field, message))?;
+            config.insert(world.name(), controller);
         }
-        Ok(config)
+        Ok(Self(config))
     }
 
     pub fn controller(&self, world: World) -> Option<&ControllerConfig> {
-        match world {
-            World::PvcProtection => self.pvc_protection.as_ref(),
-            World::ResourceClaim => self.resource_claim.as_ref(),
-            World::EphemeralVolume => self.ephemeral_volume.as_ref(),
-        }
+        self.0.get(world.name())
     }
 }
 
@@ -261,7 +259,9 @@ mod tests {
              autoRollback: {{maxFailureFraction: 0.1, minDecisions: 20}}\n"
         ))
         .unwrap();
-        let pvc = config.controller(World::PvcProtection).unwrap();
+        let pvc = config
+            .controller(World::named("pvc-protection").unwrap())
+            .unwrap();
         assert_eq!(pvc.module, "v2.wasm");
         assert_eq!(pvc.sha256.hex(), A);
         assert_eq!(pvc.shadow.as_ref().unwrap().module, "v3.wasm");
@@ -269,7 +269,11 @@ mod tests {
         let limits = pvc.limits(Limits::default());
         assert_eq!(limits.deadline, Duration::from_millis(50));
         assert_eq!(limits.memory_bytes, 16 << 20);
-        assert!(config.controller(World::ResourceClaim).is_none());
+        assert!(
+            config
+                .controller(World::named("resource-claim").unwrap())
+                .is_none()
+        );
     }
 
     #[test]
@@ -366,7 +370,7 @@ mod tests {
         }
         let edges = parse(&format!("{base}  deadlineMs: 10000\n  memoryMiB: 256\n")).unwrap();
         let limits = edges
-            .controller(World::PvcProtection)
+            .controller(World::named("pvc-protection").unwrap())
             .unwrap()
             .limits(Limits::default());
         assert_eq!(limits.deadline, Duration::from_secs(10));

@@ -7,11 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use rekon_contract::{EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld, WitWorld};
-use rekon_controllers::decider::{
-    DecideError, Decider, Deciders, GuestInfo, ShadowTally, Shadowed, Slot,
-};
-use rekon_controllers::observe::DecisionFailure;
+use rekon_contract::{BindWorld, WorldVisitor};
+use rekon_controllers::decider::{Decider, Deciders, ShadowTally, Shadowed, Slot};
 use rekon_runtime::{GuestWorld, World};
 
 use crate::canary::{self, CanaryFailure};
@@ -34,6 +31,8 @@ pub trait WorldSlot: Send + Sync {
     fn replay(&self, version: &ModuleVersion) -> Result<usize, CanaryFailure>;
     /// Adds this slot to the host's deciders.
     fn insert_into(&self, deciders: &mut Deciders);
+    /// Nothing serves yet, because of `reason` (the host says so until one does).
+    fn missing(&self, reason: &str);
 }
 
 struct TypedSlot<W: GuestWorld> {
@@ -44,7 +43,7 @@ struct TypedSlot<W: GuestWorld> {
 impl<W: GuestWorld> TypedSlot<W> {
     fn empty(recent_inputs: usize) -> Arc<dyn WorldSlot> {
         Arc::new(Self {
-            slot: Arc::new(Slot::new(Arc::new(Unloaded))),
+            slot: Arc::new(Slot::missing("no module loaded yet")),
             recent: Arc::new(RecentInputs::new(recent_inputs)),
         })
     }
@@ -72,15 +71,33 @@ impl<W: GuestWorld> WorldSlot for TypedSlot<W> {
     fn insert_into(&self, deciders: &mut Deciders) {
         deciders.insert(self.slot.clone());
     }
+
+    fn missing(&self, reason: &str) {
+        self.slot.set_missing(reason);
+    }
 }
 
-/// The empty slot of `world`: one line per world.
+/// The empty slot of `world`, typed by the contract's list of worlds.
 fn slot_for(world: World, recent_inputs: usize) -> Arc<dyn WorldSlot> {
-    match world {
-        World::PvcProtection => TypedSlot::<PvcProtectionWorld>::empty(recent_inputs),
-        World::ResourceClaim => TypedSlot::<ResourceClaimWorld>::empty(recent_inputs),
-        World::EphemeralVolume => TypedSlot::<EphemeralVolumeWorld>::empty(recent_inputs),
+    struct Find {
+        world: World,
+        recent_inputs: usize,
+        slot: Option<Arc<dyn WorldSlot>>,
     }
+    impl WorldVisitor for Find {
+        fn visit<W: BindWorld>(&mut self) {
+            if W::NAME == self.world.name() {
+                self.slot = Some(TypedSlot::<W>::empty(self.recent_inputs));
+            }
+        }
+    }
+    let mut find = Find {
+        world,
+        recent_inputs,
+        slot: None,
+    };
+    rekon_contract::visit_worlds(&mut find);
+    find.slot.expect("every World comes from visit_worlds")
 }
 
 /// What a version's guard calls when automatic rollback is due, with the
@@ -375,26 +392,5 @@ impl Controller {
             .shadow
             .as_ref()
             .map(|s| s.tally.clone())
-    }
-}
-
-/// What a slot holds before the first version is published; never seen by the
-/// host, because [`crate::Modules::open`] fails unless every controller serves.
-struct Unloaded;
-
-impl<W: WitWorld> Decider<W> for Unloaded {
-    fn info(&self) -> GuestInfo {
-        GuestInfo {
-            name: "none".into(),
-            digest: "none".into(),
-        }
-    }
-
-    fn decide(&self, _key: &str, _input: W::Input) -> Result<W::Decision, DecideError> {
-        Err(DecideError {
-            guest: "none".into(),
-            message: "no decision module loaded".into(),
-            failure: DecisionFailure::Other,
-        })
     }
 }

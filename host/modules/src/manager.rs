@@ -14,7 +14,7 @@ use crate::controller::{Controller, Preparation, Trip};
 use crate::load::{LoadError, Loader};
 use crate::observe::{ModulesObserver, NoModulesObserver};
 use crate::report::{EventTarget, Reporter};
-use crate::source::{ControllerPlan, ModuleFile, read_plan};
+use crate::source::{ControllerPlan, ModuleFile, SourceError, read_plan};
 use crate::status::Status;
 use crate::version::ModuleVersion;
 
@@ -75,6 +75,9 @@ pub enum Change {
         serving: String,
     },
     Refused(String),
+    /// The guests directory has no module for this world, and none served
+    /// before: its controller waits for one.
+    Missing(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -111,13 +114,14 @@ struct Shared {
 }
 
 impl Modules {
-    /// Loads every controller's modules; fails unless each has one that serves.
+    /// Loads every world's modules. A world without any module in the directory
+    /// is left waiting for one (its controller starts when it appears); fails
+    /// when a module present cannot serve, or when no world has one.
     pub async fn open(options: ModulesOptions) -> Result<Self, ModulesError> {
         let engine = Engine::new(options.engine)?;
         let cache =
             PrecompiledCache::new(engine.compatibility_hash(), options.cache_dir.as_deref())?;
-        let controllers = World::ALL
-            .into_iter()
+        let controllers = World::all()
             .map(|w| {
                 let observer = options.observer.clone();
                 Arc::new(Controller::new(
@@ -139,20 +143,25 @@ impl Modules {
             }),
         };
         let report = modules.reload().await;
+        let not_serving = |controller: &Controller, reason: &str| ModulesError::NotServing {
+            controller: controller.world(),
+            dir: modules.shared.dir.display().to_string(),
+            reason: reason.to_string(),
+        };
+        let mut missing = None;
         for controller in &modules.shared.controllers {
-            if !controller.is_serving() {
-                let reason = match report.change(controller.world()) {
-                    Change::Refused(reason) => reason.clone(),
-                    other => format!("{other:?}"),
-                };
-                return Err(ModulesError::NotServing {
-                    controller: controller.world(),
-                    dir: modules.shared.dir.display().to_string(),
-                    reason,
-                });
+            match report.change(controller.world()) {
+                Change::Missing(reason) => {
+                    missing.get_or_insert_with(|| not_serving(controller, reason));
+                }
+                Change::Refused(reason) => return Err(not_serving(controller, reason)),
+                Change::Published { .. } | Change::Unchanged => {}
             }
         }
-        Ok(modules)
+        match missing {
+            Some(err) if !modules.shared.controllers.iter().any(|c| c.is_serving()) => Err(err),
+            _ => Ok(modules),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -233,6 +242,9 @@ impl Modules {
                 for (world, plan) in plan.controllers {
                     let controller = self.controller(world).clone();
                     let change = match plan {
+                        Err(err @ SourceError::NoModule { .. }) => {
+                            self.missing(&controller, err.to_string())
+                        }
                         Err(err) => self.refuse(&controller, None, err.to_string()),
                         Ok(plan) => self.apply(&controller, plan).await,
                     };
@@ -262,6 +274,16 @@ impl Modules {
             self.shared.reporter.event(&event);
         }
         Change::Refused(reason)
+    }
+
+    /// No module for `controller`'s world: refused once one served (it keeps
+    /// serving), else the controller waits for one.
+    fn missing(&self, controller: &Controller, reason: String) -> Change {
+        if controller.is_serving() {
+            return self.refuse(controller, None, reason);
+        }
+        controller.slot().missing(&reason);
+        Change::Missing(reason)
     }
 
     async fn apply(&self, controller: &Arc<Controller>, plan: ControllerPlan) -> Change {

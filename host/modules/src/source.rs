@@ -115,17 +115,18 @@ impl ControllerPlan {
 
 /// One read of the guests directory.
 pub struct DirPlan {
-    /// Per world, in [`World::ALL`] order: the plan, or why it could not be read.
+    /// Per world, in [`World::all`] order: the plan, or why it could not be read.
     pub controllers: Vec<(World, Result<ControllerPlan, SourceError>)>,
 }
 
-/// Conventional module file names, used without guests.yaml.
-pub fn conventional_names(world: World) -> [&'static str; 2] {
-    match world {
-        World::PvcProtection => ["pvc-protection.wasm", "rekon_guest_pvc_protection.wasm"],
-        World::ResourceClaim => ["resource-claim.wasm", "rekon_guest_resource_claim.wasm"],
-        World::EphemeralVolume => ["ephemeral-volume.wasm", "rekon_guest_ephemeral_volume.wasm"],
-    }
+/// Conventional module file names, used without guests.yaml: `<world>.wasm`,
+/// or the `rekon_guest_<world>.wasm` that `make guests` builds.
+pub fn conventional_names(world: World) -> [String; 2] {
+    let name = world.name();
+    [
+        format!("{name}.wasm"),
+        format!("rekon_guest_{}.wasm", name.replace('-', "_")),
+    ]
 }
 
 /// Reads the directory. Fails as a whole only when guests.yaml is unreadable or
@@ -152,8 +153,7 @@ pub fn read_plan(
         }
         Err(err) => return Err(err),
     };
-    let controllers = World::ALL
-        .into_iter()
+    let controllers = World::all()
         .map(|world| {
             let plan = match config.as_ref().and_then(|c| c.controller(world)) {
                 Some(controller) => configured(&root, world, controller, defaults),
@@ -319,7 +319,7 @@ mod tests {
 
     fn plan(dir: &Path, world: World) -> Result<ControllerPlan, SourceError> {
         let mut plan = read_plan(dir, Limits::default(), 256 << 20).unwrap();
-        let index = World::ALL.iter().position(|w| *w == world).unwrap();
+        let index = World::all().position(|w| w == world).unwrap();
         plan.controllers.remove(index).1
     }
 
@@ -327,11 +327,11 @@ mod tests {
     fn without_guests_yaml_the_conventional_files_serve_unpinned() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "rekon_guest_pvc_protection.wasm", b"pvc");
-        let pvc = plan(dir.path(), World::PvcProtection).unwrap();
+        let pvc = plan(dir.path(), World::named("pvc-protection").unwrap()).unwrap();
         assert_eq!(pvc.serving.name, "rekon_guest_pvc_protection");
         assert_eq!(pvc.serving.digest, ModuleDigest::of(b"pvc"));
         assert!(!pvc.pinned);
-        let err = plan(dir.path(), World::ResourceClaim)
+        let err = plan(dir.path(), World::named("resource-claim").unwrap())
             .unwrap_err()
             .to_string();
         assert!(
@@ -350,7 +350,7 @@ mod tests {
             CONFIG_FILE,
             format!("pvc-protection: {{module: v2.wasm, sha256: {pinned}}}\n").as_bytes(),
         );
-        let err = plan(dir.path(), World::PvcProtection).unwrap_err();
+        let err = plan(dir.path(), World::named("pvc-protection").unwrap()).unwrap_err();
         assert!(matches!(err, SourceError::DigestMismatch { .. }), "{err}");
         let text = err.to_string();
         assert!(
@@ -375,7 +375,7 @@ mod tests {
                  previous: {{module: old.wasm, sha256: {old}}}\n"
             );
             write(dir.path(), CONFIG_FILE, config.as_bytes());
-            let plan = plan(dir.path(), World::PvcProtection).unwrap();
+            let plan = plan(dir.path(), World::named("pvc-protection").unwrap()).unwrap();
             assert_eq!(&plan.serving.digest, serving, "{mode}");
             assert_eq!(plan.shadow.as_ref().map(|m| &m.digest), shadow, "{mode}");
             assert_eq!(
@@ -403,7 +403,7 @@ mod tests {
         let (done, result) = std::sync::mpsc::channel();
         let path = dir.path().to_path_buf();
         std::thread::spawn(move || {
-            let _ = done.send(plan(&path, World::PvcProtection).map(|_| ()));
+            let _ = done.send(plan(&path, World::named("pvc-protection").unwrap()).map(|_| ()));
         });
         let err = result
             .recv_timeout(std::time::Duration::from_secs(5))
@@ -420,7 +420,7 @@ mod tests {
     fn a_directory_with_a_conventional_name_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("pvc-protection.wasm")).unwrap();
-        let err = plan(dir.path(), World::PvcProtection).unwrap_err();
+        let err = plan(dir.path(), World::named("pvc-protection").unwrap()).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -474,7 +474,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            plan(dir.path(), World::PvcProtection)
+            plan(dir.path(), World::named("pvc-protection").unwrap())
                 .unwrap()
                 .serving
                 .digest,
@@ -489,7 +489,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            plan(dir.path(), World::PvcProtection)
+            plan(dir.path(), World::named("pvc-protection").unwrap())
                 .unwrap()
                 .serving
                 .digest,

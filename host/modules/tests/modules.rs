@@ -34,10 +34,6 @@ impl GuestsDir {
             dir: tempfile::tempdir().unwrap(),
         };
         dir.put("resource-claim.wasm", &guest("rekon_guest_resource_claim"));
-        dir.put(
-            "ephemeral-volume.wasm",
-            &guest("rekon_guest_ephemeral_volume"),
-        );
         dir
     }
 
@@ -113,12 +109,15 @@ async fn pinned_modules_serve_and_a_decision_in_flight_keeps_its_version() {
     let report = modules.reload().await;
     assert!(
         matches!(
-            report.change(World::PvcProtection),
+            report.change(World::of::<rekon_contract::PvcProtectionWorld>()),
             Change::Published { .. }
         ),
         "{report:?}"
     );
-    assert_eq!(report.change(World::ResourceClaim), &Change::Unchanged);
+    assert_eq!(
+        report.change(World::of::<rekon_contract::ResourceClaimWorld>()),
+        &Change::Unchanged
+    );
     assert_eq!(serving(&modules).digest, v2.hex());
     assert_eq!(
         in_flight.info().digest,
@@ -136,7 +135,10 @@ async fn pinned_modules_serve_and_a_decision_in_flight_keeps_its_version() {
         "{decision:?}"
     );
     assert_eq!(
-        modules.reload().await.change(World::PvcProtection),
+        modules
+            .reload()
+            .await
+            .change(World::of::<rekon_contract::PvcProtectionWorld>()),
         &Change::Unchanged
     );
     let pvc = modules
@@ -188,7 +190,9 @@ async fn bad_modules_are_refused_and_the_old_version_keeps_serving() {
     for (n, (config, expected)) in cases.iter().enumerate() {
         dir.config(config);
         let report = modules.reload().await;
-        let Change::Refused(reason) = report.change(World::PvcProtection) else {
+        let Change::Refused(reason) =
+            report.change(World::of::<rekon_contract::PvcProtectionWorld>())
+        else {
             panic!("{config}: not refused: {report:?}");
         };
         assert!(reason.contains(expected), "{config}: {reason}");
@@ -265,7 +269,7 @@ async fn shadow_mode_counts_agreements_and_differences_and_applies_only_the_acti
         (1, 1, 1)
     );
     let differences = modules
-        .shadow_tally(World::PvcProtection)
+        .shadow_tally(World::of::<rekon_contract::PvcProtectionWorld>())
         .unwrap()
         .differences();
     assert_eq!(differences[0].key, "ns/fresh");
@@ -282,7 +286,7 @@ async fn shadow_mode_counts_agreements_and_differences_and_applies_only_the_acti
     dir.config(&pvc_config("new.wasm", &new, &previous));
     let report = modules.reload().await;
     assert!(
-        matches!(report.change(World::PvcProtection), Change::Refused(r) if r.contains("key ns/panic")),
+        matches!(report.change(World::of::<rekon_contract::PvcProtectionWorld>()), Change::Refused(r) if r.contains("key ns/panic")),
         "{report:?}"
     );
     assert_eq!(serving(&modules).digest, old.hex());
@@ -359,7 +363,8 @@ async fn a_version_that_traps_on_a_recent_input_never_serves() {
 
     dir.config(&pvc_config("trapping.wasm", &trapping, ""));
     let report = modules.reload().await;
-    let Change::Refused(reason) = report.change(World::PvcProtection) else {
+    let Change::Refused(reason) = report.change(World::of::<rekon_contract::PvcProtectionWorld>())
+    else {
         panic!("not refused: {report:?}");
     };
     assert!(
@@ -430,7 +435,10 @@ async fn a_version_failing_too_often_is_rolled_back_automatically() {
 
     // guests.yaml still names the failing version: it is not served again.
     assert_eq!(
-        modules.reload().await.change(World::PvcProtection),
+        modules
+            .reload()
+            .await
+            .change(World::of::<rekon_contract::PvcProtectionWorld>()),
         &Change::Unchanged
     );
     dir.config(&pvc_config(
@@ -440,7 +448,7 @@ async fn a_version_failing_too_often_is_rolled_back_automatically() {
     ));
     let report = modules.reload().await;
     assert!(
-        matches!(report.change(World::PvcProtection), Change::Refused(r) if r.contains("rolled back automatically"))
+        matches!(report.change(World::of::<rekon_contract::PvcProtectionWorld>()), Change::Refused(r) if r.contains("rolled back automatically"))
     );
     assert_eq!(serving(&modules).digest, good.hex());
 }
@@ -456,8 +464,6 @@ async fn a_configmap_update_is_noticed_and_published() {
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join("pvc.wasm"), pvc).unwrap();
         std::fs::write(dir.join("claim.wasm"), guest("rekon_guest_resource_claim")).unwrap();
-        let volume = guest("rekon_guest_ephemeral_volume");
-        std::fs::write(dir.join("ephemeral-volume.wasm"), volume).unwrap();
         let claim = ModuleDigest::of(&guest("rekon_guest_resource_claim"));
         let config = format!(
             "{}resource-claim: {{module: claim.wasm, sha256: {claim}}}\n",
@@ -522,7 +528,7 @@ async fn the_precompiled_cache_directory_serves_a_restart() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".cwasm"))
         .collect();
-    assert_eq!(cached.len(), 3, "one per module: {cached:?}");
+    assert_eq!(cached.len(), 2, "one per module: {cached:?}");
     assert!(cached.iter().any(|n| n.starts_with(good.hex())));
     drop(first);
 
@@ -670,7 +676,7 @@ async fn out_of_range_limits_are_refused_and_later_changes_still_apply() {
         dir.config(&pvc_config("v2.wasm", &v2, extra));
         let report = modules.reload().await;
         assert!(
-            matches!(report.change(World::PvcProtection),
+            matches!(report.change(World::of::<rekon_contract::PvcProtectionWorld>()),
                 Change::Refused(r) if r.contains(&format!("guests.yaml: field `pvc-protection.{field}`"))),
             "{report:?}"
         );
@@ -702,7 +708,7 @@ async fn a_fifo_named_as_a_module_is_refused_promptly() {
         .await
         .expect("the reload returns instead of waiting for a writer");
     assert!(
-        matches!(report.change(World::PvcProtection),
+        matches!(report.change(World::of::<rekon_contract::PvcProtectionWorld>()),
             Change::Refused(r) if r.contains("fifo.wasm: is a FIFO, not a regular file")),
         "{report:?}"
     );

@@ -136,8 +136,14 @@ fn main() {
             load(&engine, &contract_fixture("0.1.0", stem), world),
         )
     };
-    let (pvc, pvc_old) = guest("rekon_guest_pvc_protection", World::PvcProtection);
-    let (claim, claim_old) = guest("rekon_guest_resource_claim", World::ResourceClaim);
+    let (pvc, pvc_old) = guest(
+        "rekon_guest_pvc_protection",
+        World::of::<rekon_contract::PvcProtectionWorld>(),
+    );
+    let (claim, claim_old) = guest(
+        "rekon_guest_resource_claim",
+        World::of::<rekon_contract::ResourceClaimWorld>(),
+    );
 
     println!("instantiate only (fresh store + instance, no call):");
     println!("| guest          | p50 µs | p99 µs |");

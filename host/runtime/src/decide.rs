@@ -14,7 +14,7 @@ use wasmtime::Trap;
 use crate::guest::GuestPre;
 use crate::id::GuestId;
 use crate::state::DecisionState;
-use crate::world::{Decision, World};
+use crate::world::World;
 
 /// A decision that failed, naming the guest and, when the caller attached it,
 /// the key being reconciled.
@@ -46,7 +46,7 @@ pub enum Failure {
     #[error("cannot instantiate: {0}")]
     Instantiate(String),
     #[error("is a {world} guest and does not export `{decision}`")]
-    WrongWorld { world: World, decision: Decision },
+    WrongWorld { world: World, decision: String },
 }
 
 fn key_suffix(key: &Option<String>) -> String {
@@ -120,10 +120,7 @@ impl GuestPre {
     /// binding of whichever contract version the guest exports.
     fn call<W: BindWorld>(&self, input: W::Input) -> Result<W::Decision, RuntimeError> {
         let Some(binding) = self.binding::<W>() else {
-            let decision = W::function(&input)
-                .parse()
-                .expect("every WitWorld function is a Decision");
-            return Err(self.wrong_world(decision));
+            return Err(self.wrong_world(W::function(&input)));
         };
         let mut store = self.new_store();
         binding.decide(&mut store, input).map_err(|err| match err {
@@ -174,13 +171,13 @@ impl GuestPre {
         }
     }
 
-    fn wrong_world(&self, decision: Decision) -> RuntimeError {
+    pub(crate) fn wrong_world(&self, decision: &str) -> RuntimeError {
         RuntimeError {
             guest: self.id().clone(),
             key: None,
             failure: Failure::WrongWorld {
                 world: self.world(),
-                decision,
+                decision: decision.to_owned(),
             },
         }
     }
@@ -189,14 +186,9 @@ impl GuestPre {
 /// A WIT world the runtime can call: the one entry point generic host code uses
 /// (`guest.decide::<W>(input)`), whatever contract version the guest exports.
 /// Every world the contract binds is one.
-pub trait GuestWorld: BindWorld {
-    /// The world as the loader names it.
-    const ID: World;
-}
+pub trait GuestWorld: BindWorld {}
 
-impl<W: BindWorld> GuestWorld for W {
-    const ID: World = World::named(W::NAME);
-}
+impl<W: BindWorld> GuestWorld for W {}
 
 impl GuestPre {
     /// One decision of world `W` in a fresh, limited instance.

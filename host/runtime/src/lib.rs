@@ -6,12 +6,12 @@
 //!
 //! ```no_run
 //! use rekon_runtime::{Engine, EngineConfig, World};
-//! use rekon_contract::model::PvcInput;
+//! use rekon_contract::{PvcProtectionWorld, model::PvcInput};
 //!
 //! let engine = Engine::new(EngineConfig::default())?;
 //! let guest = engine
 //!     .loader()
-//!     .world(World::PvcProtection)
+//!     .world(World::of::<PvcProtectionWorld>())
 //!     .file("rekon_guest_pvc_protection.wasm")?;
 //! let decision = guest.decide_pvc(PvcInput::default())?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -37,4 +37,4 @@ pub use guest::GuestPre;
 pub use id::GuestId;
 pub use limits::Limits;
 pub use load::{GuestLoader, LoadError};
-pub use world::{Decision, UnknownDecision, World};
+pub use world::{JsonDecisionError, World};

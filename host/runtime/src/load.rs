@@ -3,14 +3,11 @@
 
 use std::path::Path;
 
-use rekon_contract::{
-    ContractVersion, EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld,
-    SUPPORTED_VERSIONS,
-};
+use rekon_contract::{ContractVersion, SUPPORTED_VERSIONS};
 use wasmtime::component::Component;
 
 use crate::engine::Engine;
-use crate::guest::{Bound, GuestPre};
+use crate::guest::GuestPre;
 use crate::id::GuestId;
 use crate::limits::Limits;
 use crate::world::World;
@@ -57,10 +54,11 @@ pub enum LoadError {
         /// Its version, e.g. "0.3.0".
         found: String,
     },
-    #[error(
-        "{origin}: exports both the pvc-protection and resource-claim worlds; say which to load"
-    )]
-    AmbiguousWorld { origin: String },
+    #[error("{origin}: exports the worlds {}; say which to load", .worlds.join(", "))]
+    AmbiguousWorld {
+        origin: String,
+        worlds: Vec<&'static str>,
+    },
     #[error(
         "{origin}: cannot be linked (it imports something the host does not provide): {source}"
     )]
@@ -99,7 +97,7 @@ impl Engine {
     }
 }
 
-/// Builds a [`GuestPre`]: `engine.loader().world(World::PvcProtection).file(path)`.
+/// Builds a [`GuestPre`]: `engine.loader().world(world).file(path)`.
 pub struct GuestLoader<'e> {
     engine: &'e Engine,
     world: Option<World>,
@@ -201,15 +199,12 @@ impl<'e> GuestLoader<'e> {
             .linker()
             .instantiate_pre(&component)
             .map_err(link_err)?;
-        let bound = match world {
-            World::PvcProtection => Bound::new::<PvcProtectionWorld>(version.version, pre.clone()),
-            World::ResourceClaim => Bound::new::<ResourceClaimWorld>(version.version, pre.clone()),
-            World::EphemeralVolume => {
-                Bound::new::<EphemeralVolumeWorld>(version.version, pre.clone())
-            }
-        }
-        .unwrap_or_else(|| unreachable!("version {version} is listed as supported but not bound"))
-        .map_err(link_err)?;
+        let bound = world
+            .bind(version.version, pre.clone())
+            .unwrap_or_else(|| {
+                unreachable!("version {version} is listed as supported but not bound")
+            })
+            .map_err(link_err)?;
         tracing::debug!(guest = %id, %world, version = version.version, "guest loaded");
         Ok(GuestPre::new(
             id,
@@ -282,13 +277,15 @@ fn detect_world(
         .exports(engine.wasmtime())
         .map(|(name, _)| name.to_owned())
         .collect();
-    let worlds = wanted
-        .as_ref()
-        .map_or(&World::ALL[..], std::slice::from_ref);
+    let worlds: Vec<World> = match wanted {
+        Some(world) => vec![world],
+        None => World::all().collect(),
+    };
+    let worlds = &worlds[..];
     let found: Vec<(World, &'static ContractVersion)> = SUPPORTED_VERSIONS
         .iter()
         .flat_map(|v| worlds.iter().map(move |w| (*w, v)))
-        .filter(|(w, v)| w.export(v).is_some_and(|x| exports.iter().any(|e| e == x)))
+        .filter(|(w, v)| w.export(v).is_some_and(|x| exports.contains(&x)))
         .collect();
     match found.as_slice() {
         [one] => Ok(*one),
@@ -309,6 +306,12 @@ fn detect_world(
         [first, rest @ ..] if rest.iter().all(|(w, _)| *w == first.0) => Ok(*first),
         _ => Err(LoadError::AmbiguousWorld {
             origin: origin.to_owned(),
+            worlds: {
+                let mut names: Vec<&'static str> = found.iter().map(|(w, _)| w.name()).collect();
+                names.sort_unstable();
+                names.dedup();
+                names
+            },
         }),
     }
 }
@@ -326,12 +329,12 @@ fn unsupported_version(exports: &[String], worlds: &[World]) -> Option<(String, 
 }
 
 fn expected_exports(worlds: &[World]) -> String {
-    let names: Vec<&str> = SUPPORTED_VERSIONS
+    let names: Vec<String> = SUPPORTED_VERSIONS
         .iter()
         .flat_map(|v| worlds.iter().filter_map(move |w| w.export(v)))
         .collect();
     match names.as_slice() {
-        [one] => one.to_string(),
+        [one] => one.clone(),
         _ => format!("any of {}", names.join(", ")),
     }
 }
@@ -359,7 +362,7 @@ mod tests {
         let err = LoadError::NoSupportedWorld {
             origin: "g.wasm".into(),
             exports: vec!["rekon:reconcile/pvc-decider@0.2.0".into()],
-            expected: expected_exports(&[World::PvcProtection]),
+            expected: expected_exports(&[World::named("pvc-protection").unwrap()]),
         };
         assert_eq!(
             err.to_string(),
@@ -375,7 +378,8 @@ mod tests {
             "wasi:cli/run@0.2.0".to_owned(),
             "rekon:reconcile/claim-decider@0.3.0".to_owned(),
         ];
-        let (export, found) = unsupported_version(&exports, &World::ALL).unwrap();
+        let all: Vec<World> = World::all().collect();
+        let (export, found) = unsupported_version(&exports, &all).unwrap();
         assert_eq!(found, "0.3.0");
         let err = LoadError::UnsupportedVersion {
             origin: "g.wasm".into(),
@@ -388,6 +392,7 @@ mod tests {
              contract version this host supports (it supports 0.2.0, 0.1.0); rebuild the guest \
              against one of them"
         );
-        assert!(unsupported_version(&exports, &[World::PvcProtection]).is_none());
+        let pvc = World::named("pvc-protection").unwrap();
+        assert!(unsupported_version(&exports, &[pvc]).is_none());
     }
 }

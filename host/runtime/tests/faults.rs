@@ -18,7 +18,7 @@ fn misbehaving(limits: Limits) -> GuestPre {
     .unwrap();
     engine
         .loader()
-        .world(World::PvcProtection)
+        .world(World::of::<rekon_contract::PvcProtectionWorld>())
         .file(built_guest("rekon_guest_misbehaving"))
         .unwrap()
 }
@@ -196,11 +196,8 @@ fn a_pvc_guest_does_not_answer_claim_decisions() {
         .unwrap_err();
     assert!(
         matches!(
-            err.failure,
-            Failure::WrongWorld {
-                world: World::PvcProtection,
-                ..
-            }
+            &err.failure,
+            Failure::WrongWorld { world, .. } if *world == World::of::<rekon_contract::PvcProtectionWorld>()
         ),
         "{err}"
     );

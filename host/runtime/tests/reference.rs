@@ -106,6 +106,9 @@ fn resource_claim_matches_native_logic() {
 #[test]
 fn the_harness_reports_the_guest_world() {
     let guest = GuestHarness::load(built_guest("rekon_guest_resource_claim")).unwrap();
-    assert_eq!(guest.guest().world(), rekon_runtime::World::ResourceClaim);
+    assert_eq!(
+        guest.guest().world(),
+        rekon_runtime::World::of::<rekon_contract::ResourceClaimWorld>()
+    );
     assert!(guest.decide_pvc(PvcInput::default()).is_err());
 }

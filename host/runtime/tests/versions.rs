@@ -185,5 +185,8 @@ fn hot_swap_from_0_1_0_to_0_2_0_under_load_fails_no_decision() {
     }
     assert!(by_version[0].load(Ordering::Relaxed) >= 20);
     assert!(by_version[1].load(Ordering::Relaxed) >= 20);
-    assert_eq!(active.load().world(), World::PvcProtection);
+    assert_eq!(
+        active.load().world(),
+        World::of::<rekon_contract::PvcProtectionWorld>()
+    );
 }

@@ -231,11 +231,11 @@ impl DeciderKind {
                 };
                 (
                     Arc::new(load(
-                        World::PvcProtection,
+                        World::of::<rekon_contract::PvcProtectionWorld>(),
                         "rekon_guest_pvc_protection.wasm",
                     )),
                     Arc::new(load(
-                        World::ResourceClaim,
+                        World::of::<rekon_contract::ResourceClaimWorld>(),
                         "rekon_guest_resource_claim.wasm",
                     )),
                 )

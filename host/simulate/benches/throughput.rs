@@ -50,12 +50,12 @@ fn wasm() -> Deciders {
     let engine = Engine::new(EngineConfig::default()).expect("engine");
     let pvc = engine
         .loader()
-        .world(World::PvcProtection)
+        .world(World::of::<rekon_contract::PvcProtectionWorld>())
         .file(dir.join("rekon_guest_pvc_protection.wasm"))
         .expect("run `make guests`");
     let claim = engine
         .loader()
-        .world(World::ResourceClaim)
+        .world(World::of::<rekon_contract::ResourceClaimWorld>())
         .file(dir.join("rekon_guest_resource_claim.wasm"))
         .expect("run `make guests`");
     Deciders::new()

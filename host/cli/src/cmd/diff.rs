@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rekon_contract::{EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld};
+use rekon_contract::{BindWorld, WorldVisitor};
 use rekon_controllers::decider::{ShadowDifference, ShadowTally, Shadowed, Slot};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::registry::Selection;
-use rekon_runtime::{Engine, EngineConfig, GuestPre, GuestWorld, World};
+use rekon_runtime::{Engine, EngineConfig, GuestPre};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
 
 #[derive(clap::Args)]
@@ -118,22 +118,26 @@ fn read_state(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
 /// The compared world decides with `old` shadowed by `new`; the other
 /// worlds keep the slots `deciders` has.
 fn compared(old: GuestPre, new: GuestPre, tally: Arc<ShadowTally>, deciders: Deciders) -> Deciders {
-    fn shadowed<W: GuestWorld>(
-        old: GuestPre,
-        new: GuestPre,
-        tally: Arc<ShadowTally>,
-    ) -> Arc<Slot<W>> {
-        Arc::new(Slot::new(Arc::new(Shadowed::<W>::new(
-            Arc::new(old),
-            Arc::new(new),
-            tally,
-        ))))
+    struct Compare {
+        guests: Option<(GuestPre, GuestPre, Arc<ShadowTally>)>,
+        deciders: Deciders,
     }
-    match old.world() {
-        World::PvcProtection => deciders.with(shadowed::<PvcProtectionWorld>(old, new, tally)),
-        World::ResourceClaim => deciders.with(shadowed::<ResourceClaimWorld>(old, new, tally)),
-        World::EphemeralVolume => deciders.with(shadowed::<EphemeralVolumeWorld>(old, new, tally)),
+    impl WorldVisitor for Compare {
+        fn visit<W: BindWorld>(&mut self) {
+            let ours = |g: &(GuestPre, GuestPre, _)| g.0.world().name() == W::NAME;
+            if let Some((old, new, tally)) = self.guests.take_if(|g| ours(g)) {
+                let shadowed = Shadowed::<W>::new(Arc::new(old), Arc::new(new), tally);
+                self.deciders
+                    .insert(Arc::new(Slot::<W>::new(Arc::new(shadowed))));
+            }
+        }
     }
+    let mut compare = Compare {
+        guests: Some((old, new, tally)),
+        deciders,
+    };
+    rekon_contract::visit_worlds(&mut compare);
+    compare.deciders
 }
 
 /// Per key, each differing decision as a line diff of the two decisions (YAML).

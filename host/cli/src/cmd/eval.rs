@@ -8,10 +8,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-use rekon_runtime::Decision;
+use rekon_runtime::JsonDecisionError;
 
-use crate::guest_io::{self, AnyInput, GuestArgs};
+use crate::guest_io::{self, GuestArgs};
 
 /// The exit code of a decision the guest itself failed.
 pub const GUEST_FAILED: u8 = 2;
@@ -22,42 +21,47 @@ pub const GUEST_FAILED: u8 = 2;
 pub struct Args {
     #[command(flatten)]
     guest: GuestArgs,
-    /// The exported decision: decide (pvc-protection, ephemeral-volume), decide-pod or
-    /// decide-claim (resource-claim).
+    /// The exported decision, a function of the guest's world (e.g. decide,
+    /// decide-pod, decide-claim).
     #[arg(long)]
-    decision: Decision,
+    decision: String,
     /// The decision input in its model form (kebab-case), as .json or .yaml.
     #[arg(long)]
     input: PathBuf,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    // `decide` belongs to two worlds: the guest's exports say which.
-    let world = (args.decision != Decision::Decide).then(|| args.decision.world());
-    let guest = args.guest.load(world)?;
+    // A decision of one world loads the guest as that world (a guest of another
+    // world is refused naming its exports); `decide` belongs to several worlds:
+    // the guest's exports say which.
+    let worlds = guest_io::worlds_deciding(&args.decision)?;
+    let guest = args.guest.load(match worlds.as_slice() {
+        [world] => Some(*world),
+        _ => None,
+    })?;
     anyhow::ensure!(
-        guest.world().decisions().contains(&args.decision),
+        guest.world().functions().contains(&args.decision.as_str()),
         "{}: is a {} guest and does not export `{}`",
         args.guest.guest.display(),
         guest.world(),
         args.decision
     );
     let value: serde_json::Value = guest_io::read_file(&args.input)?;
-    let input = AnyInput::from_value(guest.world(), args.decision, value).with_context(|| {
-        format!(
-            "{}: not a valid `{}` input",
-            args.input.display(),
-            args.decision
-        )
-    })?;
     // stderr, so stdout stays the decision's JSON.
     eprintln!("guest {} exports {}", guest.id(), guest.version().package());
-    match guest_io::decide(&guest, input) {
+    match guest_io::decide(&guest, &args.decision, value) {
         Ok(decision) => {
-            println!("{}", decision.to_pretty_json());
+            println!("{}", guest_io::to_pretty_json(&decision));
             Ok(ExitCode::SUCCESS)
         }
-        Err(err) => {
+        Err(JsonDecisionError::Input { source, .. }) => {
+            anyhow::bail!(
+                "{}: not a valid `{}` input: {source}",
+                args.input.display(),
+                args.decision
+            )
+        }
+        Err(JsonDecisionError::Decision(err)) => {
             eprintln!(
                 "error: {}: decision `{}` failed: {err}",
                 args.input.display(),

@@ -3,7 +3,7 @@
 //! ```yaml
 //! cases:
 //!   - name: some case
-//!     decision: decide            # decide | decide-pod | decide-claim (per the guest's world)
+//!     decision: decide            # a function of the guest's world (decide, decide-pod, ...)
 //!     input: {...}                # the model's serde form
 //!     expect: {...}               # the decision, compared structurally
 //! ```
@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use rekon_runtime::{Decision, GuestPre};
+use rekon_runtime::{GuestPre, JsonDecisionError};
 use serde::Deserialize;
 
-use crate::guest_io::{self, AnyDecision, AnyInput, GuestArgs};
+use crate::guest_io::{self, GuestArgs};
 use crate::line_diff::line_diff;
 
 #[derive(clap::Args)]
@@ -95,16 +95,30 @@ fn run_file(guest: &GuestPre, file: &Path, tally: &mut Tally) {
 
 /// `Err` carries the explanation to print under the FAIL line.
 fn run_case(guest: &GuestPre, case: &Case) -> Result<(), String> {
-    let decision: Decision = case.decision.parse().map_err(|e| format!("{e}"))?;
-    let input = AnyInput::from_value(guest.world(), decision, case.input.clone())
-        .map_err(|e| format!("input is not a valid `{decision}` input: {e}"))?;
-    let expected = AnyDecision::from_value(guest.world(), decision, case.expect.clone())
+    let (world, decision) = (guest.world(), case.decision.as_str());
+    if !world.functions().contains(&decision) {
+        return Err(format!(
+            "unknown decision `{decision}`: a {world} guest exports {}",
+            world.functions().join(", ")
+        ));
+    }
+    let expected = world
+        .decision_json(decision, case.expect.clone())
         .map_err(|e| format!("expect is not a valid `{decision}` result: {e}"))?;
-    let actual = guest_io::decide(guest, input).map_err(|e| e.to_string())?;
+    let actual = match guest_io::decide(guest, decision, case.input.clone()) {
+        Ok(actual) => actual,
+        Err(JsonDecisionError::Input { source, .. }) => {
+            return Err(format!("input is not a valid `{decision}` input: {source}"));
+        }
+        Err(JsonDecisionError::Decision(err)) => return Err(err.to_string()),
+    };
     if actual == expected {
         return Ok(());
     }
-    let diff = line_diff(&expected.to_pretty_json(), &actual.to_pretty_json());
+    let diff = line_diff(
+        &guest_io::to_pretty_json(&expected),
+        &guest_io::to_pretty_json(&actual),
+    );
     Err(format!("decision differs (- expected, + actual):\n{diff}"))
 }
 

@@ -196,7 +196,7 @@ impl Metrics {
         );
         r.register(
             "rekon_controller_enabled",
-            "1 while the controller runs; 0 when --controllers disables it or the server does not serve its API yet",
+            "1 while the controller runs; 0 when --controllers disables it, the server does not serve its API yet or its world has no decision module yet",
             self.controller_enabled.clone(),
         );
         r.register_collector(Box::new(self.claims.clone()));
