@@ -236,11 +236,10 @@ mod tests {
         let mut objects =
             vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})];
         objects.extend((0..n).map(|i| {
-            let mut pod = pod_json();
-            pod["metadata"]["name"] = json!(format!("pod-{i}"));
-            pod["spec"]["volumes"] =
-                json!([{"name": "v", "persistentVolumeClaim": {"claimName": format!("c-{i}")}}]);
-            pod
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"namespace": "ns", "name": format!("pod-{i}")},
+                   "spec": {"containers": [{"name": "c", "image": "i"}],
+                            "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": format!("c-{i}")}}]}})
         }));
         server.store().load_objects(objects).unwrap();
         let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
