@@ -4,6 +4,7 @@
 //! objects written often cannot hold gigabytes of old versions.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -297,32 +298,93 @@ impl Objects {
         self.floor = self.rv;
     }
 
-    /// The objects of `resource` as they were at resourceVersion `rv`, rebuilt from the current
-    /// state by undoing newer events (consistent list pages, `resourceVersionMatch=Exact`).
-    pub fn state_at(
-        &self,
+    /// Objects of `resource` (in one namespace, if given) in its shape, sorted by namespace
+    /// and name, starting after `after` (namespace, name): as they are now, or with `at` as
+    /// they were at that resourceVersion (newer events undone: consistent list pages,
+    /// `resourceVersionMatch=Exact`). Lazy: an object is copied only when the iterator
+    /// reaches it, so a list page costs its own objects, not the whole collection.
+    pub fn list_at<'a>(
+        &'a self,
         resource: ResourceId,
-        namespace: Option<&str>,
-        rv: u64,
-    ) -> Result<BTreeMap<ObjectKey, Value>, TooOld> {
-        let newer = self.events_since(rv)?;
-        let mut state: BTreeMap<ObjectKey, Value> =
-            self.iter_resource(resource, namespace).collect();
-        for event in newer.iter().rev() {
-            if !event.concerns(resource, namespace) {
-                continue;
+        namespace: Option<&'a str>,
+        at: Option<u64>,
+        after: Option<(&str, &str)>,
+    ) -> Result<impl Iterator<Item = (ObjectKey, Value)> + 'a, TooOld> {
+        let storage = resource.storage();
+        let start = match after {
+            Some((ns, name)) => Bound::Excluded(ObjectKey::new(storage, ns, name)),
+            None => Bound::Included(ObjectKey::new(storage, namespace.unwrap_or(""), "")),
+        };
+        let in_scope = move |k: &ObjectKey| {
+            k.resource == storage && namespace.is_none_or(|ns| k.namespace == ns)
+        };
+        // Each key changed since `at`: its state then (None: it did not exist).
+        let mut then: BTreeMap<&ObjectKey, Option<&Value>> = BTreeMap::new();
+        if let Some(rv) = at {
+            if rv < self.floor {
+                return Err(TooOld {
+                    requested: rv,
+                    floor: self.floor,
+                });
             }
-            let key = event.key.served_as(resource);
-            match &event.previous {
-                Some(previous) => {
-                    state.insert(key, conversion::from_storage(resource, previous.clone()));
-                }
-                None => {
-                    state.remove(&key);
+            let first = self.history.partition_point(|e| e.rv <= rv);
+            // Newest first, so the oldest change of a key has the last word.
+            for event in self.history.range(first..).rev() {
+                if in_scope(&event.key) && (start.as_ref(), Bound::Unbounded).contains(&event.key) {
+                    then.insert(&event.key, event.previous.as_ref());
                 }
             }
         }
-        Ok(state)
+        let now = self
+            .objects
+            .range((start, Bound::Unbounded))
+            .take_while(move |(k, _)| in_scope(k));
+        Ok(Overlay {
+            now: now.peekable(),
+            then: then.into_iter().peekable(),
+        }
+        .map(move |(k, v)| {
+            (
+                k.served_as(resource),
+                conversion::from_storage(resource, v.clone()),
+            )
+        }))
+    }
+}
+
+/// Two key-sorted sequences merged: the current objects, and older states that replace
+/// (or, when `None`, remove) the current object of the same key.
+struct Overlay<N: Iterator, T: Iterator> {
+    now: std::iter::Peekable<N>,
+    then: std::iter::Peekable<T>,
+}
+
+impl<'a, N, T> Iterator for Overlay<N, T>
+where
+    N: Iterator<Item = (&'a ObjectKey, &'a Value)>,
+    T: Iterator<Item = (&'a ObjectKey, Option<&'a Value>)>,
+{
+    type Item = (&'a ObjectKey, &'a Value);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let older = match (self.now.peek(), self.then.peek()) {
+                (None, None) => return None,
+                (Some((now, _)), Some((then, _))) if now < then => false,
+                (Some(_), None) => false,
+                (Some((now, _)), Some((then, _))) if now == then => {
+                    self.now.next();
+                    true
+                }
+                _ => true,
+            };
+            if !older {
+                return self.now.next();
+            }
+            if let Some((key, Some(value))) = self.then.next() {
+                return Some((key, value));
+            }
+        }
     }
 }
 
@@ -436,7 +498,7 @@ mod tests {
     }
 
     #[test]
-    fn state_at_undoes_newer_events() {
+    fn list_at_undoes_newer_events_lazily_after_a_key() {
         let cms = resources::by_plural("", "configmaps").unwrap();
         let mut objs = Objects::new(events(100));
         let a = ObjectKey::new(cms, "d", "a");
@@ -445,9 +507,38 @@ mod tests {
         objs.put(a.clone(), cm("a", "2"));
         objs.put(b.clone(), cm("b", "1"));
         objs.remove(&a);
-        let at2 = objs.state_at(cms, None, 2).unwrap();
-        assert_eq!(at2.len(), 1);
-        assert_eq!(at2[&a]["data"]["v"], "2");
-        assert_eq!(at2[&a]["metadata"]["resourceVersion"], "2");
+        let c = ObjectKey::new(cms, "d", "c");
+        objs.put(c.clone(), cm("c", "1"));
+        objs.put(c.clone(), cm("c", "2"));
+        let at = |rv, after| -> Vec<(String, Value)> {
+            objs.list_at(cms, Some("d"), rv, after)
+                .unwrap()
+                .map(|(k, v)| (k.name, v["data"]["v"].clone()))
+                .collect()
+        };
+        // rv 2: a at its second version; b and c did not exist yet.
+        assert_eq!(at(Some(2), None), vec![("a".to_string(), json!("2"))]);
+        assert_eq!(
+            objs.list_at(cms, None, Some(2), None)
+                .unwrap()
+                .next()
+                .unwrap()
+                .1["metadata"]["resourceVersion"],
+            "2"
+        );
+        // rv 5: a deleted, b and c's first version; now: c's second.
+        assert_eq!(
+            at(Some(5), None),
+            vec![("b".to_string(), json!("1")), ("c".to_string(), json!("1"))]
+        );
+        assert_eq!(
+            at(Some(5), Some(("d", "b"))),
+            vec![("c".to_string(), json!("1"))]
+        );
+        assert_eq!(
+            at(None, None),
+            vec![("b".to_string(), json!("1")), ("c".to_string(), json!("2"))]
+        );
+        assert_eq!(at(None, Some(("d", "c"))), vec![]);
     }
 }

@@ -117,23 +117,54 @@ impl LivePod {
 /// own users instead of scanning (and copying) the whole namespace.
 pub type PodsByPvc = HashMap<String, Vec<model::Pod>>;
 
-/// LISTs the pods of `namespace` (a consistent read) and indexes them by PVC.
-pub async fn list(client: &Client, namespace: &str) -> Result<PodsByPvc, kube::Error> {
-    let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
-        .list(&ListParams::default())
-        .map_err(kube::Error::BuildRequest)?;
-    let list: ObjectList<LivePod> = client.request(request).await?;
-    Ok(index(list.items.into_iter().map(LivePod::project)))
-}
+/// Pods per page of a live LIST (client-go's pager default): a namespace's list
+/// is never held whole as one response body, only as the index it builds.
+const PAGE: u32 = 500;
 
-fn index(pods: impl Iterator<Item = model::Pod>) -> PodsByPvc {
-    let mut by_pvc = PodsByPvc::new();
-    for pod in pods {
-        for key in pvc_names(&pod) {
-            by_pvc.entry(key).or_default().push(pod.clone());
+/// Restarts of a paginated LIST whose continue token expired (410) before it fails.
+const RESTARTS: usize = 3;
+
+/// LISTs the pods of `namespace` (a consistent read: the pages after the first
+/// are served at its resourceVersion) and indexes them by PVC.
+pub async fn list(client: &Client, namespace: &str) -> Result<PodsByPvc, kube::Error> {
+    let mut restarts = 0;
+    loop {
+        match list_pages(client, namespace).await {
+            // The snapshot was compacted away mid-list: a fresh list is as fresh.
+            Err(kube::Error::Api(status)) if status.code == 410 && restarts < RESTARTS => {
+                restarts += 1;
+            }
+            result => return result,
         }
     }
-    by_pvc
+}
+
+async fn list_pages(client: &Client, namespace: &str) -> Result<PodsByPvc, kube::Error> {
+    let mut by_pvc = PodsByPvc::new();
+    let mut params = ListParams::default().limit(PAGE);
+    loop {
+        let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
+            .list(&params)
+            .map_err(kube::Error::BuildRequest)?;
+        let page: ObjectList<LivePod> = client.request(request).await?;
+        index(&mut by_pvc, page.items.into_iter().map(LivePod::project));
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(by_pvc),
+        }
+    }
+}
+
+fn index(by_pvc: &mut PodsByPvc, pods: impl Iterator<Item = model::Pod>) {
+    for pod in pods {
+        for key in pvc_names(&pod) {
+            // Most PVCs have one user: a first push would reserve four.
+            by_pvc
+                .entry(key)
+                .or_insert_with(|| Vec::with_capacity(1))
+                .push(pod.clone());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -188,9 +219,36 @@ mod tests {
             },
             ..Default::default()
         };
-        let by_pvc = index([pod.clone(), other].into_iter());
+        let mut by_pvc = PodsByPvc::new();
+        index(&mut by_pvc, [pod.clone(), other].into_iter());
         assert_eq!(by_pvc.len(), 2, "{by_pvc:?}");
         assert_eq!(by_pvc["ns/claim"], vec![pod.clone()]);
         assert_eq!(by_pvc["ns/web-scratch"], vec![pod]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_list_longer_than_a_page_is_read_whole() {
+        use rekon_apiserver::{ApiServer, ServerConfig};
+        let n = 2 * PAGE as usize + 1;
+        let server = ApiServer::start(ServerConfig::new(), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let mut objects =
+            vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})];
+        objects.extend((0..n).map(|i| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"namespace": "ns", "name": format!("pod-{i}")},
+                   "spec": {"containers": [{"name": "c", "image": "i"}],
+                            "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": format!("c-{i}")}}]}})
+        }));
+        server.store().load_objects(objects).unwrap();
+        let client = Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
+        let by_pvc = list(&client, "ns").await.unwrap();
+        assert_eq!(by_pvc.len(), n);
+        assert_eq!(
+            by_pvc[&format!("ns/c-{}", n - 1)][0].meta.name,
+            format!("pod-{}", n - 1)
+        );
+        server.shutdown().await;
     }
 }

@@ -12,7 +12,9 @@
 //! - `SCALE_WORKLOADS` (comma list of workload names, default all);
 //! - `SCALE_DECIDERS` (`wasm,native` by default);
 //! - `SCALE_TIMEOUT` seconds per row (default 600);
-//! - `SCALE_SERVER_GC=1`: run the embedded cluster's garbage collector and kubelet too.
+//! - `SCALE_SERVER_GC=1`: run the embedded cluster's garbage collector and kubelet too;
+//! - `SCALE_WRAP`: a command prefix for the host child (`{row}`: the row's name), e.g.
+//!   `heaptrack -o /tmp/heap-{row}` or `perf record -g -o /tmp/perf-{row}.data --`.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -381,7 +383,9 @@ async fn child(row: Row) -> Measured {
         .build();
     let deciders = row.decider.deciders();
     let decisions = Arc::new(Decisions::default());
-    let mut config = host_config(&deciders, Arc::new(Journal::new()));
+    // As `rekon run` without `--journal`: an in-memory journal is `simulate`'s,
+    // and it was most of the peak heap here (heaptrack, release-1ns 10k: 56 of 88 MB).
+    let mut config = host_config(&deciders, Arc::new(Journal::disabled()));
     config.observer = decisions.clone();
     let baseline_kib = proc_status_kib("VmRSS:");
     let started = Instant::now();
@@ -427,7 +431,21 @@ async fn run_row(row: Row) -> Result<(Measured, Result<(), String>), String> {
         .load_objects(row.workload.state(row.n))
         .map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let child = tokio::process::Command::new(exe)
+    // `SCALE_WRAP`: a command prefix for the host child (a profiler); `{row}` in it
+    // becomes the row's name, e.g. `heaptrack -o /tmp/heap-{row}`.
+    let row_name = format!("{}-{}-{}", row.workload.name(), row.n, row.decider.name());
+    let mut command = match std::env::var("SCALE_WRAP") {
+        Ok(wrap) => {
+            let mut words = wrap
+                .split_whitespace()
+                .map(|w| w.replace("{row}", &row_name));
+            let mut c = tokio::process::Command::new(words.next().ok_or("SCALE_WRAP is empty")?);
+            c.args(words).arg(exe);
+            c
+        }
+        Err(_) => tokio::process::Command::new(exe),
+    };
+    let child = command
         .env(ROW_ENV, serde_json::to_string(&row).expect("row"))
         .env(KUBECONFIG_ENV, cluster.server.kubeconfig_yaml())
         .stdout(Stdio::piped())
@@ -442,8 +460,8 @@ async fn run_row(row: Row) -> Result<(Measured, Result<(), String>), String> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let measured: Measured = stdout
         .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
         .ok_or_else(|| format!("host process exited {} without a result", output.status))?;
     let end_state = row
         .workload

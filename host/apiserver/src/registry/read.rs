@@ -87,30 +87,17 @@ pub fn list(
         (None, Some("Exact"), Some(rv)) => Some(parse_resource_version(rv)?),
         _ => None,
     };
-    let (list_rv, candidates): (u64, Vec<(ObjectKey, Value)>) = match exact_rv {
-        Some(rv) => {
-            let state = objs
-                .state_at(resource, namespace, rv)
-                .map_err(|_| expired_list(token.is_some(), rv))?;
-            (rv, state.into_iter().collect())
-        }
-        None => (
-            objs.current_rv(),
-            objs.iter_resource(resource, namespace).collect(),
-        ),
-    };
-    let start_after = token
+    let list_rv = exact_rv.unwrap_or_else(|| objs.current_rv());
+    let after = token
         .as_ref()
-        .map(|t| (t.namespace.clone(), t.name.clone()));
+        .map(|t| (t.namespace.as_str(), t.name.as_str()));
+    // Lazy: only what the page reaches is copied (a page of 500 out of 50,000 pods).
+    let candidates = objs
+        .list_at(resource, namespace, exact_rv, after)
+        .map_err(|_| expired_list(token.is_some(), list_rv))?;
     let mut items = Vec::new();
     let mut next = None;
-    for (key, obj) in candidates {
-        if start_after
-            .as_ref()
-            .is_some_and(|(ns, name)| (&key.namespace, &key.name) <= (ns, name))
-        {
-            continue;
-        }
+    for (_, obj) in candidates {
         if !opts.selectors.matches(&obj) {
             continue;
         }
