@@ -306,56 +306,34 @@ impl ResourceClaimController {
 
     /// While the pod has a claim create the informer has not confirmed (created
     /// but unseen, or its answer lost), the caches cannot say which of its claims
-    /// exist: a live LIST settles it before the guest decides. Listed claims the
-    /// pod controls enter the mutation cache (the guest adopts them instead of
-    /// creating a second one); created claims the list lacks were deleted unseen
-    /// and are forgotten (the guest generates them again).
+    /// exist: the server settles it before the guest decides. Claims it shows
+    /// enter the mutation cache (the guest adopts them instead of creating a
+    /// second one); created claims it lacks were deleted unseen and are forgotten
+    /// (the guest generates them again). Unconfirmed claims are read by name (a
+    /// namespace LIST per pod was O(claims) each: quadratic at 50k pods); only a
+    /// create whose answer was lost, and so has no name, needs the LIST.
     async fn verify_creations(
         &self,
         pod: &model::Pod,
         pod_key: &str,
     ) -> Result<(), ReconcileError> {
         let pending = self.expectations.get_create_expectations(pod_key);
-        if pending.is_empty() && !self.uncertain.lock().unwrap().contains(pod_key) {
+        let uncertain = self.uncertain.lock().unwrap().contains(pod_key);
+        if pending.is_empty() && !uncertain {
             return Ok(());
         }
-        let ns = &pod.meta.namespace;
-        let api: Api<ResourceClaim> = Api::namespaced(self.ctx.client.clone(), ns);
-        let listed =
-            api.list(&ListParams::default())
-                .await
-                .map_err(|source| ReconcileError::Read {
-                    what: format!("live LIST of resourceclaims in {ns}"),
-                    source,
-                })?;
-        let controlled = |c: &model::ResourceClaim| {
-            c.meta
-                .controller()
-                .is_some_and(|o| o.is_pod_controller() && o.uid == pod.meta.uid)
-        };
-        let live: Vec<model::ResourceClaim> = listed
-            .items
-            .iter()
-            .map(crate::projection::claim)
-            .filter(controlled)
-            .collect();
-        // A claim newer than the list may simply be missing from a stale answer.
-        let list_rv = listed
-            .metadata
-            .resource_version
-            .as_deref()
-            .and_then(|rv| rv.parse::<u64>().ok());
-        let older_than_list = |c: &model::ResourceClaim| {
-            let rv = c.meta.resource_version.parse::<u64>().ok();
-            matches!((rv, list_rv), (Some(rv), Some(list)) if rv <= list)
-        };
         let owned = self.owned_claims(&pod.meta.uid);
-        let ghosts: Vec<&model::ResourceClaim> = owned
+        let unconfirmed: Vec<&model::ResourceClaim> = owned
             .iter()
-            .filter(|c| pending.contains(&c.meta.uid) && older_than_list(c))
-            .filter(|c| !live.iter().any(|l| l.meta.uid == c.meta.uid))
+            .filter(|c| pending.contains(&c.meta.uid))
             .collect();
-        // Expectations of ghosts, and of claims neither listed nor remembered.
+        let api: Api<ResourceClaim> = Api::namespaced(self.ctx.client.clone(), &pod.meta.namespace);
+        let (live, ghosts) = if uncertain {
+            list_controlled(&api, pod, &unconfirmed).await?
+        } else {
+            get_each(&api, &unconfirmed).await?
+        };
+        // Expectations of ghosts, and of claims neither found nor remembered.
         let gone = pending.iter().filter(|uid| {
             !live.iter().any(|l| &l.meta.uid == *uid)
                 && (ghosts.iter().any(|g| &g.meta.uid == *uid)
@@ -373,6 +351,75 @@ impl ResourceClaimController {
         self.uncertain.lock().unwrap().remove(pod_key);
         Ok(())
     }
+}
+
+/// The claims `pod` controls, from a live LIST of its namespace, and which of
+/// `unconfirmed` the list shows deleted. A claim newer than the list may simply
+/// be missing from it, so only older ones count as deleted.
+async fn list_controlled<'a>(
+    api: &Api<ResourceClaim>,
+    pod: &model::Pod,
+    unconfirmed: &[&'a model::ResourceClaim],
+) -> Result<(Vec<model::ResourceClaim>, Vec<&'a model::ResourceClaim>), ReconcileError> {
+    let ns = &pod.meta.namespace;
+    let listed = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| ReconcileError::Read {
+            what: format!("live LIST of resourceclaims in {ns}"),
+            source,
+        })?;
+    let live: Vec<model::ResourceClaim> = listed
+        .items
+        .iter()
+        .map(crate::projection::claim)
+        .filter(|c| {
+            c.meta
+                .controller()
+                .is_some_and(|o| o.is_pod_controller() && o.uid == pod.meta.uid)
+        })
+        .collect();
+    let list_rv = listed
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse::<u64>().ok());
+    let older_than_list = |c: &model::ResourceClaim| {
+        let rv = c.meta.resource_version.parse::<u64>().ok();
+        matches!((rv, list_rv), (Some(rv), Some(list)) if rv <= list)
+    };
+    let ghosts = unconfirmed
+        .iter()
+        .copied()
+        .filter(|c| older_than_list(c) && !live.iter().any(|l| l.meta.uid == c.meta.uid))
+        .collect();
+    Ok((live, ghosts))
+}
+
+/// Each of `unconfirmed` read by name (a GET is a current read): found, or
+/// deleted unseen (absent, or the name now holds another claim).
+async fn get_each<'a>(
+    api: &Api<ResourceClaim>,
+    unconfirmed: &[&'a model::ResourceClaim],
+) -> Result<(Vec<model::ResourceClaim>, Vec<&'a model::ResourceClaim>), ReconcileError> {
+    let (mut live, mut ghosts) = (Vec::new(), Vec::new());
+    for &claim in unconfirmed {
+        let name = &claim.meta.name;
+        let found = api
+            .get_opt(name)
+            .await
+            .map_err(|source| ReconcileError::Read {
+                what: format!("GET resourceclaim {}/{name}", claim.meta.namespace),
+                source,
+            })?
+            .map(|c| crate::projection::claim(&c))
+            .filter(|c| c.meta.uid == claim.meta.uid);
+        match found {
+            Some(current) => live.push(current),
+            None => ghosts.push(claim),
+        }
+    }
+    Ok((live, ghosts))
 }
 
 /// A `reservedFor` entry as the API writes it.
