@@ -570,7 +570,7 @@ fn main() {
                 let cells = match runtime.block_on(run_row(row)) {
                     Ok((m, outcome)) => {
                         let time = match outcome {
-                            Ok(()) => format!("{:.1} s", m.secs),
+                            Ok(()) => format!("{:.2} s", m.secs),
                             Err(e) => format!("**{e}** after {:.0} s", m.secs),
                         };
                         let per_object = (m.peak_kib.saturating_sub(m.baseline_kib)) as f64
