@@ -157,9 +157,14 @@ impl<K: QueueKey> WorkQueue<K> {
     }
 
     /// Queue `key` unless it is already queued; if a worker holds it, it is queued
-    /// again when that worker calls [`Self::done`]. Ignored after shutdown.
+    /// again when that worker calls [`Self::done`]. Ignored after shutdown. A key
+    /// waiting for a delay is due now instead: every reconcile returns its own
+    /// requeue, so the one that runs asks for the delay again if it still needs it.
     pub fn add(&self, key: K) {
         let mut state = self.lock();
+        if let Some(slot) = state.waiting_slot.remove(&key) {
+            state.waiting.remove(&slot);
+        }
         if self.enqueue(&mut state, key, Instant::now()) {
             drop(state);
             self.wakeup.notify_one();
@@ -463,6 +468,17 @@ mod tests {
         assert!(!waiter.is_finished());
         q.add("late");
         assert_eq!(waiter.await.unwrap(), Some("late"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_add_makes_a_delayed_key_due_now_and_only_once() {
+        let q = queue();
+        q.add_after("a", Duration::from_secs(1));
+        q.add("a");
+        assert_eq!(get_now(&q).await, Some("a"));
+        q.done(&"a");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(nothing_ready(&q).await, "the delayed copy was not dropped");
     }
 
     #[tokio::test(start_paused = true)]

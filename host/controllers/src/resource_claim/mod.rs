@@ -201,11 +201,12 @@ impl ResourceClaimController {
                 .claims
                 .count_by_index(CLAIMS_BY_ALLOCATION, ALLOCATED),
         );
-        if kind == EventKind::Deleted {
+        let confirmed = if kind == EventKind::Deleted {
             self.forget_claim(claim);
+            None
         } else {
-            self.observe_claim(claim);
-        }
+            self.observe_claim(claim)
+        };
         let key = ObjectKey::of(&claim.meta).to_string();
         let pods = self.ctx.caches.pods.by_index(PODS_BY_CLAIM, &key);
         let work = rules::work_for_claim_event(
@@ -214,7 +215,9 @@ impl ResourceClaimController {
             pods.iter().map(|p| &p.pod),
             self.lookup(&claim.meta.namespace),
         );
-        self.keys(work)
+        let mut keys = self.keys(work);
+        keys.extend(confirmed.map(ClaimControllerKey::Pod));
+        keys
     }
 
     /// A template add enqueues the pods that reference it (PR #135983).
@@ -280,13 +283,25 @@ impl ResourceClaimController {
         self.created_claims.lock().unwrap().mutation(claim);
     }
 
-    /// The informer shows `claim`: its creation is observed.
-    fn observe_claim(&self, claim: &model::ResourceClaim) {
-        if let Some(owner) = claim.meta.controller().filter(|o| o.is_pod_controller()) {
-            let pod_key = format!("pod:{}/{}", claim.meta.namespace, owner.name);
-            self.expectations
-                .observe_creations(&pod_key, [claim.meta.uid.clone()]);
+    /// The informer shows `claim`: its creation is observed. Returns the owning
+    /// pod once its last unconfirmed creation is confirmed: its second look
+    /// (`CONFIRM_CREATIONS_AFTER`) is then due now, not a second later.
+    fn observe_claim(&self, claim: &model::ResourceClaim) -> Option<ObjectKey> {
+        let owner = claim.meta.controller().filter(|o| o.is_pod_controller())?;
+        let pod_key = format!("pod:{}/{}", claim.meta.namespace, owner.name);
+        if self
+            .expectations
+            .get_create_expectations(&pod_key)
+            .is_empty()
+        {
+            return None;
         }
+        self.expectations
+            .observe_creations(&pod_key, [claim.meta.uid.clone()]);
+        self.expectations
+            .get_create_expectations(&pod_key)
+            .is_empty()
+            .then(|| ObjectKey::new(claim.meta.namespace.clone(), owner.name.clone()))
     }
 
     /// A claim is gone: it must not be adopted any more (§6 delete eviction).
