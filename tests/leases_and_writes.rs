@@ -155,6 +155,18 @@ async fn claims_of_web(cluster: &EmbeddedCluster) -> Vec<String> {
         .collect()
 }
 
+/// The live reads of resourceclaims the host journaled, by verb.
+fn claim_reads(journal: &Journal, verb: &str) -> usize {
+    journal
+        .entries()
+        .iter()
+        .filter(|e| {
+            matches!(e, Entry::Write { verb: v, resource, .. }
+                if v == verb && resource == "resourceclaims")
+        })
+        .count()
+}
+
 fn claim_status(objects: &[Value]) -> Option<String> {
     let pod = find(objects, "Pod", "ns", "web")?;
     pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
@@ -198,6 +210,10 @@ async fn a_claim_create_whose_response_is_lost_leads_to_one_claim_only() {
     assert_eq!(claims.len(), 1, "one claim per pod claim: {claims:?}");
     converged.expect("the pod converges");
     assert_eq!(claim_status(&cluster.objects()), Some(claims[0].clone()));
+    assert!(
+        claim_reads(&journal, "list") >= 1,
+        "a create without answer has no name to read: the namespace is listed"
+    );
     cluster.server.shutdown().await;
 }
 
@@ -243,5 +259,14 @@ async fn a_created_claim_never_observed_does_not_hold_its_pod_forever() {
     assert_ne!(claims[0], first, "the deleted claim was generated again");
     assert_eq!(claim_status(&cluster.objects()), Some(claims[0].clone()));
     assert!(polls < 20, "{polls} decisions for one pod");
+    assert!(
+        claim_reads(&journal, "get") >= 1,
+        "the unconfirmed claim is read by name"
+    );
+    assert_eq!(
+        claim_reads(&journal, "list"),
+        0,
+        "no namespace LIST per pod (quadratic at scale)"
+    );
     cluster.server.shutdown().await;
 }

@@ -52,6 +52,37 @@ impl Entry {
     pub fn is_write(&self) -> bool {
         matches!(self, Entry::Write { .. })
     }
+
+    /// A live read a decision needed (`get` or `list`; `name` empty for a list),
+    /// journaled with its answer's code as the writes are.
+    pub fn read<T>(
+        controller: &str,
+        key: &str,
+        verb: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        result: &Result<T, kube::Error>,
+    ) -> Self {
+        Entry::Write {
+            controller: controller.into(),
+            key: key.into(),
+            verb: verb.into(),
+            resource: resource.into(),
+            subresource: None,
+            namespace: namespace.into(),
+            name: name.into(),
+            preconditions: Preconditions {
+                uid: None,
+                resource_version: None,
+            },
+            code: match result {
+                Ok(_) => 200,
+                Err(kube::Error::Api(status)) => status.code,
+                Err(_) => 0,
+            },
+        }
+    }
 }
 
 /// Where journal entries go: memory (finite runs: simulate, tests) and/or a

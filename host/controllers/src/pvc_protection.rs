@@ -19,7 +19,7 @@ use rekon_machinery::enqueue::pvc_protection as rules;
 use crate::cache::{Change, ObjectKey};
 use crate::context::{Context, PODS_BY_PVC, reference};
 use crate::decider::{Decider, Slot};
-use crate::journal::{Entry, Preconditions};
+use crate::journal::Entry;
 use crate::live_pods::{self, PodsByPvc};
 use crate::projection::{CachedPod, CachedPvc};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
@@ -309,24 +309,9 @@ impl LivePodLists {
         }
         let issued = Instant::now();
         let result = live_pods::list(&ctx.client, namespace).await;
-        ctx.journal.record(Entry::Write {
-            controller: NAME.into(),
-            key: key.into(),
-            verb: "list".into(),
-            resource: "pods".into(),
-            subresource: None,
-            namespace: namespace.into(),
-            name: String::new(),
-            preconditions: Preconditions {
-                uid: None,
-                resource_version: None,
-            },
-            code: match &result {
-                Ok(_) => 200,
-                Err(kube::Error::Api(status)) => status.code,
-                Err(_) => 0,
-            },
-        });
+        ctx.journal.record(Entry::read(
+            NAME, key, "list", "pods", namespace, "", &result,
+        ));
         let pods: LiveList = Arc::new(result.map_err(|source| ReconcileError::Read {
             what: format!("live list of pods in {namespace}"),
             source,

@@ -34,6 +34,7 @@ use crate::context::{
     reference,
 };
 use crate::decider::{Decider, Slot};
+use crate::journal::{Entry, Journal};
 use crate::projection::CachedPod;
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::Reconciler;
@@ -343,10 +344,15 @@ impl ResourceClaimController {
             .filter(|c| pending.contains(&c.meta.uid))
             .collect();
         let api: Api<ResourceClaim> = Api::namespaced(self.ctx.client.clone(), &pod.meta.namespace);
+        let read = Reads {
+            api: &api,
+            journal: &self.ctx.journal,
+            key: pod_key,
+        };
         let (live, ghosts) = if uncertain {
-            list_controlled(&api, pod, &unconfirmed).await?
+            read.list_controlled(pod, &unconfirmed).await?
         } else {
-            get_each(&api, &unconfirmed).await?
+            read.get_each(&unconfirmed).await?
         };
         // Expectations of ghosts, and of claims neither found nor remembered.
         let gone = pending.iter().filter(|uid| {
@@ -368,73 +374,99 @@ impl ResourceClaimController {
     }
 }
 
-/// The claims `pod` controls, from a live LIST of its namespace, and which of
-/// `unconfirmed` the list shows deleted. A claim newer than the list may simply
-/// be missing from it, so only older ones count as deleted.
-async fn list_controlled<'a>(
-    api: &Api<ResourceClaim>,
-    pod: &model::Pod,
-    unconfirmed: &[&'a model::ResourceClaim],
-) -> Result<(Vec<model::ResourceClaim>, Vec<&'a model::ResourceClaim>), ReconcileError> {
-    let ns = &pod.meta.namespace;
-    let listed = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| ReconcileError::Read {
+/// The live reads that settle a pod's unconfirmed creations, journaled.
+struct Reads<'r> {
+    api: &'r Api<ResourceClaim>,
+    journal: &'r Journal,
+    key: &'r str,
+}
+
+type Settled<'a> = (Vec<model::ResourceClaim>, Vec<&'a model::ResourceClaim>);
+
+impl Reads<'_> {
+    /// The claims `pod` controls, from a live LIST of its namespace, and which of
+    /// `unconfirmed` the list shows deleted. A claim newer than the list may
+    /// simply be missing from it, so only older ones count as deleted.
+    async fn list_controlled<'a>(
+        &self,
+        pod: &model::Pod,
+        unconfirmed: &[&'a model::ResourceClaim],
+    ) -> Result<Settled<'a>, ReconcileError> {
+        let ns = &pod.meta.namespace;
+        let result = self.api.list(&ListParams::default()).await;
+        self.journal.record(Entry::read(
+            NAME,
+            self.key,
+            "list",
+            "resourceclaims",
+            ns,
+            "",
+            &result,
+        ));
+        let listed = result.map_err(|source| ReconcileError::Read {
             what: format!("live LIST of resourceclaims in {ns}"),
             source,
         })?;
-    let live: Vec<model::ResourceClaim> = listed
-        .items
-        .iter()
-        .map(crate::projection::claim)
-        .filter(|c| {
-            c.meta
-                .controller()
-                .is_some_and(|o| o.is_pod_controller() && o.uid == pod.meta.uid)
-        })
-        .collect();
-    let list_rv = listed
-        .metadata
-        .resource_version
-        .as_deref()
-        .and_then(|rv| rv.parse::<u64>().ok());
-    let older_than_list = |c: &model::ResourceClaim| {
-        let rv = c.meta.resource_version.parse::<u64>().ok();
-        matches!((rv, list_rv), (Some(rv), Some(list)) if rv <= list)
-    };
-    let ghosts = unconfirmed
-        .iter()
-        .copied()
-        .filter(|c| older_than_list(c) && !live.iter().any(|l| l.meta.uid == c.meta.uid))
-        .collect();
-    Ok((live, ghosts))
-}
-
-/// Each of `unconfirmed` read by name (a GET is a current read): found, or
-/// deleted unseen (absent, or the name now holds another claim).
-async fn get_each<'a>(
-    api: &Api<ResourceClaim>,
-    unconfirmed: &[&'a model::ResourceClaim],
-) -> Result<(Vec<model::ResourceClaim>, Vec<&'a model::ResourceClaim>), ReconcileError> {
-    let (mut live, mut ghosts) = (Vec::new(), Vec::new());
-    for &claim in unconfirmed {
-        let name = &claim.meta.name;
-        let found = api
-            .get_opt(name)
-            .await
-            .map_err(|source| ReconcileError::Read {
-                what: format!("GET resourceclaim {}/{name}", claim.meta.namespace),
-                source,
-            })?
-            .map(|c| crate::projection::claim(&c))
-            .filter(|c| c.meta.uid == claim.meta.uid);
-        match found {
-            Some(current) => live.push(current),
-            None => ghosts.push(claim),
-        }
+        let live: Vec<model::ResourceClaim> = listed
+            .items
+            .iter()
+            .map(crate::projection::claim)
+            .filter(|c| {
+                c.meta
+                    .controller()
+                    .is_some_and(|o| o.is_pod_controller() && o.uid == pod.meta.uid)
+            })
+            .collect();
+        let list_rv = listed
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse::<u64>().ok());
+        let older_than_list = |c: &model::ResourceClaim| {
+            let rv = c.meta.resource_version.parse::<u64>().ok();
+            matches!((rv, list_rv), (Some(rv), Some(list)) if rv <= list)
+        };
+        let ghosts = unconfirmed
+            .iter()
+            .copied()
+            .filter(|c| older_than_list(c) && !live.iter().any(|l| l.meta.uid == c.meta.uid))
+            .collect();
+        Ok((live, ghosts))
     }
-    Ok((live, ghosts))
+
+    /// Each of `unconfirmed` read by name (a GET is a current read): found, or
+    /// deleted unseen (absent, or the name now holds another claim).
+    async fn get_each<'a>(
+        &self,
+        unconfirmed: &[&'a model::ResourceClaim],
+    ) -> Result<Settled<'a>, ReconcileError> {
+        let (mut live, mut ghosts) = (Vec::new(), Vec::new());
+        for &claim in unconfirmed {
+            let (ns, name) = (&claim.meta.namespace, &claim.meta.name);
+            let result = self.api.get_opt(name).await;
+            self.journal.record(Entry::read(
+                NAME,
+                self.key,
+                "get",
+                "resourceclaims",
+                ns,
+                name,
+                &result,
+            ));
+            let found = result
+                .map_err(|source| ReconcileError::Read {
+                    what: format!("GET resourceclaim {ns}/{name}"),
+                    source,
+                })?
+                .map(|c| crate::projection::claim(&c))
+                .filter(|c| c.meta.uid == claim.meta.uid);
+            match found {
+                Some(current) => live.push(current),
+                None => ghosts.push(claim),
+            }
+        }
+        Ok((live, ghosts))
+    }
 }
 
 /// A `reservedFor` entry as the API writes it.
