@@ -324,21 +324,8 @@ impl LivePodLists {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validate::pvc_protection::tests::pvc;
     use rekon_guest::model::{ObjectMeta, PodPhase, PodVolume, Pvc, VolumeSource};
-
-    fn pvc(deleting: bool, finalizers: &[&str]) -> Pvc {
-        Pvc {
-            meta: ObjectMeta {
-                namespace: "ns".into(),
-                name: "data".into(),
-                uid: "pvc-uid".into(),
-                resource_version: "5".into(),
-                deletion_timestamp: deleting.then(|| "2026-01-01T00:00:00Z".into()),
-                finalizers: finalizers.iter().map(|f| f.to_string()).collect(),
-                ..Default::default()
-            },
-        }
-    }
 
     fn cached(name: &str, uid: &str, node: &str, phase: PodPhase, running: bool) -> Arc<CachedPod> {
         Arc::new(CachedPod {

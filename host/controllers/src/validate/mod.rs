@@ -101,6 +101,25 @@ fn shown(value: &str) -> String {
     format!("{:?}…", &value[..cut])
 }
 
+/// The reason a refused plan gives, after checking that it names `key` and
+/// blames the action at `index` (counted from 0).
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn rejected_at<T: std::fmt::Debug>(
+    result: Result<T, Rejected>,
+    key: &str,
+    index: usize,
+) -> String {
+    let err = result.expect_err("rejected");
+    assert_eq!(err.key, key);
+    assert_eq!(
+        err.action.as_ref().map(|a| a.index),
+        Some(index + 1),
+        "{err}"
+    );
+    err.reason
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

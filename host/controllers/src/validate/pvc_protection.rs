@@ -123,7 +123,7 @@ pub fn pod_uses_pvc(pod: &Pod, input: &PvcInput) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rekon_guest::model::{
         ObjectMeta, OwnerReference, PodPhase, PodVolume, Pvc, PvcAction::*, Target,
@@ -131,7 +131,9 @@ mod tests {
 
     const KEY: &str = "ns/data";
 
-    fn pvc(deleting: bool, finalizers: &[&str]) -> Pvc {
+    /// The PVC `ns/data` (uid `pvc-uid`, resourceVersion 5), also used by the
+    /// controller's tests.
+    pub(crate) fn pvc(deleting: bool, finalizers: &[&str]) -> Pvc {
         Pvc {
             meta: ObjectMeta {
                 namespace: "ns".into(),

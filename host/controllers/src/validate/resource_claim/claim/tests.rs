@@ -100,14 +100,7 @@ fn delete(i: &ClaimInput) -> ClaimAction {
 
 #[track_caller]
 fn reason(i: &ClaimInput, actions: &[ClaimAction], index: usize) -> String {
-    let err = plan_claim(KEY, i, actions).expect_err("rejected");
-    assert_eq!(err.key, KEY);
-    assert_eq!(
-        err.action.as_ref().map(|a| a.index),
-        Some(index + 1),
-        "{err}"
-    );
-    err.reason
+    crate::validate::rejected_at(plan_claim(KEY, i, actions), KEY, index)
 }
 
 // ---- reservedFor ----

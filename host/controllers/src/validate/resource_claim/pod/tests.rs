@@ -118,14 +118,7 @@ fn create_both(i: &PodInput) -> Vec<PodAction> {
 
 #[track_caller]
 fn reason(i: &PodInput, actions: &[PodAction], index: usize) -> String {
-    let err = plan_pod(KEY, i, actions).expect_err("rejected");
-    assert_eq!(err.key, KEY);
-    assert_eq!(
-        err.action.as_ref().map(|a| a.index),
-        Some(index + 1),
-        "{err}"
-    );
-    err.reason
+    crate::validate::rejected_at(plan_pod(KEY, i, actions), KEY, index)
 }
 
 // ---- create-claim ----
