@@ -199,6 +199,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if args.demo {
         anyhow::ensure!(args.embedded, "--demo needs --embedded");
+        // Before the controllers start, so their first list holds the template.
+        crate::demo::prepare(&client).await?;
         let demo_client = client.clone();
         tokio::spawn(async move {
             if let Err(err) = crate::demo::run(demo_client).await {
