@@ -12,15 +12,13 @@ WORKDIR /src
 RUN rustup target add wasm32-wasip2
 COPY . .
 # Cache the registry and the target dir between builds; copy results out of the cache.
+# The guests come from the Makefile, which follows guests/*: every reference
+# module (a guest with cases) lands in /out/guests as <world>.wasm.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --locked --profile guest --target wasm32-wasip2 \
-        -p rekon-guest-pvc-protection -p rekon-guest-resource-claim \
+    make reference-guests CARGO_TARGET_DIR=/src/target GUESTS_OUT=/out/guests \
  && cargo build --locked --release -p rekon \
- && mkdir -p /out/guests \
- && cp target/release/rekon /out/rekon \
- && cp target/wasm32-wasip2/guest/rekon_guest_pvc_protection.wasm /out/guests/pvc-protection.wasm \
- && cp target/wasm32-wasip2/guest/rekon_guest_resource_claim.wasm /out/guests/resource-claim.wasm
+ && cp target/release/rekon /out/rekon
 
 # distroless/cc: glibc + libgcc, no shell, uid 65532 ("nonroot").
 FROM gcr.io/distroless/cc-debian12:nonroot

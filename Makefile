@@ -4,6 +4,7 @@
 #   make bench   guest decision benchmark (wasm vs native)
 #   make bench-scale       scale benchmark on the embedded API server (SCALE_MAX_N=10000 for a quick run)
 #   make bench-scale-real  rekon vs kube-controller-manager v1.20.2 on a real kube-apiserver
+#   make docs    build the book (docs/, mdBook) and check its links and commands
 
 CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TARGET_DIR
@@ -13,13 +14,23 @@ REKON := $(CARGO_TARGET_DIR)/debug/rekon
 # Every guest crate but the SDK: guests/<name> is the crate rekon-guest-<name>.
 GUEST_CRATES := $(patsubst guests/%/,-p rekon-guest-%,$(filter-out guests/sdk/,$(wildcard guests/*/)))
 
-.PHONY: setup guests build test guest-cases demo bench bench-scale bench-scale-real
+.PHONY: setup guests reference-guests build test guest-cases demo bench bench-scale bench-scale-real docs
 
 setup:
 	rustup target add wasm32-wasip2
 
 guests: setup
 	cargo build --profile $(GUEST_PROFILE) --target wasm32-wasip2 $(GUEST_CRATES)
+
+# The reference modules, one per guest with cases (guests/<world>/cases), as
+# GUESTS_OUT/<world>.wasm: what the image ships (Dockerfile).
+GUESTS_OUT ?= $(CARGO_TARGET_DIR)/reference-guests
+reference-guests: guests
+	mkdir -p $(GUESTS_OUT)
+	set -e; for cases in guests/*/cases; do \
+	  world=$$(basename $$(dirname $$cases)); \
+	  cp $(REKON_GUEST_DIR)/rekon_guest_$$(echo $$world | tr - _).wasm $(GUESTS_OUT)/$$world.wasm; \
+	done
 
 build: guests
 	cargo build -p rekon
@@ -47,3 +58,9 @@ bench-scale: guests
 bench-scale-real: guests
 	cargo build --release -p rekon
 	cargo bench -p rekon-simulate --bench scale_real
+
+# The book: mdBook (.ci/install-mdbook.sh) builds docs/ into docs/book; the test
+# checks its links, the repository paths it names and the commands it shows.
+docs:
+	mdbook build docs
+	cargo test -p rekon --test docs --test adding_a_controller
