@@ -63,4 +63,4 @@ bench-scale-real: guests
 # checks its links, the repository paths it names and the commands it shows.
 docs:
 	mdbook build docs
-	cargo test -p rekon --test docs --test adding_a_controller
+	cargo test --workspace --test docs --test adding_a_controller

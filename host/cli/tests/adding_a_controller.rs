@@ -62,7 +62,11 @@ fn naming_files() -> BTreeSet<String> {
         .args(["grep", "-l", "-i", "-E", PATTERN])
         .output()
         .expect("run git grep (the test needs a git checkout)");
-    assert!(out.status.success(), "git grep: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git grep: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -90,12 +94,18 @@ fn the_chapter_lists_every_file_that_names_the_third_controller() {
     }
     for entry in &outside {
         if !found.iter().any(|file| entry.covers(file)) {
-            problems.push(format!("`{}` is listed outside but names the controller nowhere", entry.path));
+            problems.push(format!(
+                "`{}` is listed outside but names the controller nowhere",
+                entry.path
+            ));
         }
     }
     for entry in &unnamed {
         if found.iter().any(|file| entry.covers(file)) {
-            problems.push(format!("`{}` is listed as not naming the controller, but does: move it to the table", entry.path));
+            problems.push(format!(
+                "`{}` is listed as not naming the controller, but does: move it to the table",
+                entry.path
+            ));
         }
     }
     assert!(

@@ -25,6 +25,8 @@ fn root() -> PathBuf {
 struct Page {
     path: PathBuf,
     links: Vec<String>,
+    /// The ids mdBook gives its headings.
+    anchors: Vec<String>,
     code_spans: Vec<String>,
     /// (info string, content) of each fenced code block.
     blocks: Vec<(String, String)>,
@@ -37,12 +39,21 @@ impl Page {
         let mut page = Page {
             path,
             links: Vec::new(),
+            anchors: Vec::new(),
             code_spans: Vec::new(),
             blocks: Vec::new(),
         };
         let mut block: Option<(String, String)> = None;
+        let mut heading: Option<String> = None;
         for event in Parser::new_ext(&text, Options::ENABLE_TABLES) {
             match event {
+                Event::Start(Tag::Heading { .. }) => heading = Some(String::new()),
+                Event::End(TagEnd::Heading(_)) => {
+                    page.anchors.extend(heading.take().map(|h| anchor(&h)))
+                }
+                Event::Text(text) | Event::Code(text) if heading.is_some() => {
+                    heading.as_mut().unwrap().push_str(&text)
+                }
                 Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => {
                     page.links.push(dest_url.into_string())
                 }
@@ -70,7 +81,9 @@ impl Page {
     /// `rekon`, and the lines of its shell blocks.
     fn commands(&self) -> Vec<String> {
         let inline = self.code_spans.iter().filter(|span| {
-            let first = span.split_whitespace().find(|w| !is_assignment(w) && !PREFIXES.contains(w));
+            let first = span
+                .split_whitespace()
+                .find(|w| !is_assignment(w) && !PREFIXES.contains(w));
             first.is_some_and(|w| ["make", "cargo", "rekon"].contains(&w))
         });
         inline.cloned().chain(self.shell_lines()).collect()
@@ -105,7 +118,10 @@ impl Page {
                 };
                 let line = strip_comment(line);
                 if let Some(rest) = line.split("<<").nth(1) {
-                    let word = rest.trim_start_matches('-').trim().trim_matches(['\'', '"']);
+                    let word = rest
+                        .trim_start_matches('-')
+                        .trim()
+                        .trim_matches(['\'', '"']);
                     heredoc = Some(word.split_whitespace().next().unwrap_or("").to_string());
                 }
                 match line.trim_end().strip_suffix('\\') {
@@ -119,6 +135,20 @@ impl Page {
         }
         lines
     }
+}
+
+/// The id mdBook gives a heading: lower case, spaces as `-`, other punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The line up to an unquoted `#` that starts a word.
@@ -168,15 +198,40 @@ fn report(problems: Vec<String>) {
 
 #[test]
 fn every_relative_link_leads_to_a_file_that_exists() {
+    let pages = pages();
     let mut problems = Vec::new();
-    for page in pages() {
+    for page in &pages {
         for link in &page.links {
-            if link.contains("://") || link.starts_with('#') || link.starts_with("mailto:") {
+            if link.contains("://") || link.starts_with("mailto:") {
                 continue;
             }
-            let target = link.split('#').next().unwrap();
-            if !page.dir().join(target).exists() {
-                problems.push(format!("{}: link to {link}: no such file", page.path.display()));
+            let (target, fragment) = link.split_once('#').unwrap_or((link, ""));
+            let file = page.dir().join(target);
+            if !file.exists() {
+                problems.push(format!(
+                    "{}: link to {link}: no such file",
+                    page.path.display()
+                ));
+                continue;
+            }
+            if fragment.is_empty() {
+                continue;
+            }
+            let linked = if target.is_empty() {
+                Some(page)
+            } else {
+                let file = file.canonicalize().unwrap();
+                pages
+                    .iter()
+                    .find(|p| root().join(&p.path).canonicalize().unwrap() == file)
+            };
+            if let Some(linked) = linked
+                && !linked.anchors.iter().any(|a| a == fragment)
+            {
+                problems.push(format!(
+                    "{}: link to {link}: no heading #{fragment} there",
+                    page.path.display()
+                ));
             }
         }
     }
@@ -239,7 +294,11 @@ impl Workspace {
             .args(["metadata", "--no-deps", "--format-version", "1"])
             .output()
             .expect("run cargo metadata");
-        assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let mut targets = HashMap::new();
         for package in metadata["packages"].as_array().unwrap() {
@@ -317,7 +376,10 @@ fn check_command(
     } else if program == "rekon" || program.ends_with("/rekon") {
         let mut path: Vec<String> = Vec::new();
         let root_help = help.of(&path)?.to_string();
-        let mut listed = subcommands(&root_help).into_iter().map(String::from).collect::<Vec<_>>();
+        let mut listed = subcommands(&root_help)
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
         for word in args.iter().take_while(|w| !w.starts_with('-')) {
             if !listed.iter().any(|s| s == word) {
                 break;
@@ -357,11 +419,15 @@ fn check_command(
             return None;
         };
         let Some(kinds) = workspace.targets.get(package) else {
-            return Some(format!("`cargo {sub} -p {package}`: no such workspace package"));
+            return Some(format!(
+                "`cargo {sub} -p {package}`: no such workspace package"
+            ));
         };
         for (kind, name) in wanted {
             if !kinds.contains(&(kind.to_string(), name.to_string())) {
-                return Some(format!("`cargo {sub} -p {package} --{kind} {name}`: no such {kind}"));
+                return Some(format!(
+                    "`cargo {sub} -p {package} --{kind} {name}`: no such {kind}"
+                ));
             }
         }
     }
@@ -374,7 +440,10 @@ const PREFIXES: &[&str] = &["nice", "time", "env", "exec", "sudo"];
 /// `NAME=value`, as a shell sets a variable for the command that follows.
 fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
     })
 }
 
@@ -397,16 +466,25 @@ fn every_make_rekon_and_cargo_command_shown_exists() {
                     .split_whitespace()
                     .skip_while(|w| PREFIXES.contains(w) || is_assignment(w))
                     .collect();
-                if words.first().is_some_and(|p| ["make", "cargo"].contains(p) || p.ends_with("rekon")) {
+                if words
+                    .first()
+                    .is_some_and(|p| ["make", "cargo"].contains(p) || p.ends_with("rekon"))
+                {
                     checked += 1;
                 }
                 if let Some(problem) = check_command(&words, &targets, &workspace, &mut help) {
-                    problems.push(format!("{}: {problem}\n    in: {line}", page.path.display()));
+                    problems.push(format!(
+                        "{}: {problem}\n    in: {line}",
+                        page.path.display()
+                    ));
                 }
             }
         }
     }
-    assert!(checked > 20, "only {checked} commands found: is the parser still finding the shell blocks?");
+    assert!(
+        checked > 20,
+        "only {checked} commands found: is the parser still finding the shell blocks?"
+    );
     report(problems);
 }
 
@@ -415,7 +493,9 @@ fn the_rust_chapters_eval_example_prints_the_decision_it_shows() {
     let page = Page::read(PathBuf::from("docs/src/guests/rust.md"));
     let input = "docs/examples/pvc-input.yaml";
     assert!(
-        page.shell_lines().iter().any(|l| l.starts_with("rekon eval") && l.contains(input)),
+        page.shell_lines()
+            .iter()
+            .any(|l| l.starts_with("rekon eval") && l.contains(input)),
         "{}: the `rekon eval` example no longer reads {input}",
         page.path.display()
     );
@@ -426,15 +506,26 @@ fn the_rust_chapters_eval_example_prints_the_decision_it_shows() {
         .expect("the chapter shows the decision as a json block");
     let out = Command::new(env!("CARGO_BIN_EXE_rekon"))
         .args(["eval", "--decision", "decide", "--guest"])
-        .arg(rekon_runtime::testing::built_guest("rekon_guest_pvc_protection"))
+        .arg(rekon_runtime::testing::built_guest(
+            "rekon_guest_pvc_protection",
+        ))
         .arg("--input")
         .arg(root().join(input))
         .output()
         .expect("run rekon eval");
-    assert!(out.status.success(), "rekon eval: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "rekon eval: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let shown: serde_json::Value = serde_json::from_str(shown).unwrap();
-    assert_eq!(printed, shown, "{}: the decision shown is not what rekon eval prints", page.path.display());
+    assert_eq!(
+        printed,
+        shown,
+        "{}: the decision shown is not what rekon eval prints",
+        page.path.display()
+    );
 }
 
 #[test]
@@ -444,17 +535,38 @@ fn the_checks_reject_what_they_should() {
     let mut help = Help {
         cache: HashMap::new(),
     };
-    let mut check = |command: &str| check_command(&command.split_whitespace().collect::<Vec<_>>(), &targets, &workspace, &mut help);
+    let mut check = |command: &str| {
+        check_command(
+            &command.split_whitespace().collect::<Vec<_>>(),
+            &targets,
+            &workspace,
+            &mut help,
+        )
+    };
     assert_eq!(check("make test"), None);
     assert!(check("make no-such-target").is_some());
     assert_eq!(check("rekon run --embedded --guests DIR --demo"), None);
     assert!(check("rekon run --no-such-flag").is_some());
     assert!(check("rekon no-such-subcommand --x").is_some());
-    assert_eq!(check("cargo test -p rekon-tests --test campaign -- --nocapture"), None);
+    assert_eq!(
+        check("cargo test -p rekon-tests --test campaign -- --nocapture"),
+        None
+    );
     assert!(check("cargo test -p rekon-tests --test no_such_test").is_some());
     assert!(check("cargo bench -p no-such-crate --bench x").is_some());
-    assert_eq!(repo_path("host/cli/src/main.rs:12"), Some("host/cli/src/main.rs"));
+    assert_eq!(
+        repo_path("host/cli/src/main.rs:12"),
+        Some("host/cli/src/main.rs")
+    );
     assert_eq!(repo_path("guests/<world>/cases"), None);
+    assert_eq!(
+        anchor("Simulate: what would the controllers do?"),
+        "simulate-what-would-the-controllers-do"
+    );
+    assert_eq!(
+        anchor("A key's walk, from watch event to write"),
+        "a-keys-walk-from-watch-event-to-write"
+    );
     assert_eq!(strip_comment("make demo   # builds it"), "make demo   ");
     assert_eq!(strip_comment("echo '# kept'"), "echo '# kept'");
 }
