@@ -45,11 +45,12 @@ fn the_dockerfile_takes_its_guests_from_the_makefile_and_names_no_guest_crate() 
 #[test]
 fn make_reference_guests_copies_one_module_per_world() {
     let out = tempfile::tempdir().unwrap();
-    // `-o guests`: the guests are built already (the test needs them built), so
-    // only the copying runs here, never a nested cargo build.
+    // `-o guests -o guests-rust`: the guests are built already (the test needs
+    // them built), so only the copying runs here, never a nested build.
     let status = Command::new("make")
         .current_dir(root())
-        .args(["--no-print-directory", "-o", "guests", "reference-guests"])
+        .args(["--no-print-directory", "-o", "guests", "-o", "guests-rust"])
+        .arg("reference-guests")
         .arg(format!("GUESTS_OUT={}", out.path().display()))
         .arg(format!("REKON_GUEST_DIR={}", guest_dir().display()))
         .status()
