@@ -415,9 +415,7 @@ fn check_command(
                 _ => {}
             }
         }
-        let Some(package) = package else {
-            return None;
-        };
+        let package = package?;
         let Some(kinds) = workspace.targets.get(package) else {
             return Some(format!(
                 "`cargo {sub} -p {package}`: no such workspace package"
