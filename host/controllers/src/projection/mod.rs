@@ -16,8 +16,13 @@ use rekon_machinery::enqueue::PodView;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cache::{Cache, ObjectKey, Projection};
-use crate::context::Caches;
+use crate::cache::{Cache, ObjectKey, Projection, Reflected};
+
+pub(crate) mod ephemeral;
+mod indexes;
+
+pub use ephemeral::{EphemeralTemplate, templates};
+pub use indexes::*;
 
 /// A pod as the caches keep it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,7 +31,7 @@ pub struct CachedPod {
     /// Some container (init, app or ephemeral) is running, per the pod status.
     pub container_running: bool,
     /// The ephemeral volumes' claim templates (the ephemeral-volume controller's input).
-    pub ephemeral: Vec<crate::ephemeral_volume::EphemeralTemplate>,
+    pub ephemeral: Vec<EphemeralTemplate>,
 }
 
 impl CachedPod {
@@ -36,7 +41,7 @@ impl CachedPod {
         Self {
             pod: projected,
             container_running: project::any_container_running(pod),
-            ephemeral: crate::ephemeral_volume::templates(pod),
+            ephemeral: templates(pod),
         }
     }
 
@@ -73,6 +78,45 @@ impl CachedPvc {
     }
 }
 
+/// Every cache the controllers share, with its indexes.
+pub struct Caches {
+    pub pods: Arc<Cache<CachedPod>>,
+    pub pvcs: Arc<Cache<CachedPvc>>,
+    pub claims: Arc<Cache<model::ResourceClaim>>,
+    pub templates: Arc<Cache<model::ResourceClaimTemplate>>,
+}
+
+impl Caches {
+    pub fn new() -> Self {
+        Self {
+            pods: Arc::new(
+                Cache::new()
+                    .with_index(PODS_BY_PVC, |p: &CachedPod| pvc_names(&p.pod))
+                    .with_index(PODS_BY_CLAIM, |p: &CachedPod| claim_names(&p.pod))
+                    .with_index(PODS_BY_TEMPLATE, |p: &CachedPod| template_names(&p.pod)),
+            ),
+            pvcs: Arc::new(Cache::new()),
+            claims: Arc::new(
+                Cache::new()
+                    .with_index(CLAIMS_BY_OWNER_UID, owner_pod_uids)
+                    .with_index(CLAIMS_BY_ALLOCATION, |c: &model::ResourceClaim| {
+                        c.allocated
+                            .then(|| ALLOCATED.to_string())
+                            .into_iter()
+                            .collect()
+                    }),
+            ),
+            templates: Arc::new(Cache::new()),
+        }
+    }
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Drops labels and annotations (see the module docs), with their capacity.
 fn unlabel(meta: &mut model::ObjectMeta) {
     meta.labels = Vec::new();
@@ -83,17 +127,9 @@ fn key_of(meta: &model::ObjectMeta) -> ObjectKey {
     ObjectKey::new(meta.namespace.clone(), meta.name.clone())
 }
 
-/// A watched resource: the API type, its projection and the cache holding it.
+/// A watched resource whose cache lives in [`Caches`].
 /// One impl per resource type; controllers name the types they watch.
-pub trait Watched: Projection + Sized {
-    type Object: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static;
-    fn project(obj: &Self::Object) -> Self;
+pub trait Watched: Reflected {
     fn cache(caches: &Caches) -> &Arc<Cache<Self>>;
 }
 
@@ -108,11 +144,14 @@ macro_rules! watched {
             }
         }
 
-        impl Watched for $projection {
+        impl Reflected for $projection {
             type Object = $object;
             fn project(obj: &$object) -> Self {
                 $project(obj)
             }
+        }
+
+        impl Watched for $projection {
             fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
                 &caches.$cache
             }
