@@ -57,7 +57,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::projection::ephemeral::tests::k8s_pod;
+    use crate::projection::tests::k8s_pod;
 
     #[test]
     fn pods_are_enqueued_on_add_and_uid_change_only() {
