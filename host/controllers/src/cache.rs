@@ -15,8 +15,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tokio::sync::Notify;
 
-use crate::projection::Watched;
-
 pub use rekon_machinery::ObjectKey;
 
 /// What a cache stores: the projection of one object.
@@ -251,11 +249,23 @@ impl<P> Inner<P> {
     }
 }
 
+/// A resource a [`Cache`] can be fed from: the API type and its projection.
+pub trait Reflected: Projection + Sized {
+    type Object: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static;
+    fn project(obj: &Self::Object) -> Self;
+}
+
 /// Feeds `P`'s cache from a watch of every `P::Object` until the stream ends
 /// (never, unless the task is aborted), passing every change to `on_change`.
 pub async fn reflect<P, H>(client: Client, cache: Arc<Cache<P>>, on_change: H)
 where
-    P: Watched,
+    P: Reflected,
     H: Fn(Change<P>),
 {
     let mut relist: Option<Vec<P>> = None;

@@ -4,23 +4,30 @@
 //!
 //! A controller is a [`reconciler::Reconciler`] listed in
 //! [`registry::CONTROLLERS`]; the [`host::Host`] runs every selected one.
+//! The generic modules below know controllers only through that list.
 
+// The generic runtime: nothing here names a controller.
 pub mod cache;
 pub mod context;
 pub mod decider;
-pub mod ephemeral_volume;
 pub mod fence;
 pub mod host;
 pub mod journal;
-mod live_pods;
 pub mod observe;
 pub mod pool;
 pub mod projection;
-pub mod pvc_protection;
 pub mod reconcile;
 pub mod reconciler;
-pub mod registry;
-pub mod resource_claim;
 pub mod validate;
 pub mod watches;
 pub mod writes;
+
+// One folder per controller, each with the same parts: `mod.rs` (the
+// controller and its reconcile), `keys.rs` (which keys a watch event
+// enqueues), `validate` (the pure plan of a decision's writes), and what only
+// it uses (pvc-protection's live pod lists, resource-claim's metrics and its
+// pod and claim keys). `registry` lists them.
+pub mod ephemeral_volume;
+pub mod pvc_protection;
+pub mod registry;
+pub mod resource_claim;

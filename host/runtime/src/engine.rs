@@ -3,17 +3,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use rekon_contract::current::log;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::limits::Limits;
+use crate::limits::{EPOCH_TICK, Limits};
 use crate::state::DecisionState;
-
-/// How long one epoch tick lasts: the resolution of every decision deadline.
-pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

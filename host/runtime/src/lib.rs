@@ -22,6 +22,7 @@
 mod compat;
 mod decide;
 mod engine;
+mod error;
 mod guest;
 mod id;
 mod limits;
@@ -31,10 +32,11 @@ pub mod testing;
 mod wasi_io;
 mod world;
 
-pub use decide::{Failure, GuestWorld, RuntimeError};
-pub use engine::{EPOCH_TICK, Engine, EngineConfig, EngineError};
+pub use decide::GuestWorld;
+pub use engine::{Engine, EngineConfig, EngineError};
+pub use error::{Failure, RuntimeError};
 pub use guest::GuestPre;
 pub use id::GuestId;
-pub use limits::Limits;
+pub use limits::{EPOCH_TICK, Limits};
 pub use load::{GuestLoader, LoadError};
 pub use world::{JsonDecisionError, World};

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use wasmtime::ResourceLimiter;
 
-use crate::engine::EPOCH_TICK;
+/// How long one epoch tick lasts: the resolution of every decision deadline.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// What one decision may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

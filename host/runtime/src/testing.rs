@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use rekon_contract::model;
 
-use crate::decide::RuntimeError;
 use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::error::RuntimeError;
 use crate::guest::GuestPre;
 use crate::limits::Limits;
 use crate::load::LoadError;

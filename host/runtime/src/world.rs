@@ -12,7 +12,7 @@ use rekon_contract::{BindWorld, ContractVersion, WorldVisitor};
 use serde_json::Value;
 use wasmtime::component::InstancePre;
 
-use crate::decide::RuntimeError;
+use crate::error::RuntimeError;
 use crate::guest::{Bound, GuestPre};
 use crate::state::DecisionState;
 

@@ -197,7 +197,7 @@ fn a_pvc_guest_does_not_answer_claim_decisions() {
     assert!(
         matches!(
             &err.failure,
-            Failure::WrongWorld { world, .. } if *world == World::of::<rekon_contract::PvcProtectionWorld>()
+            Failure::WrongWorld { world, .. } if *world == World::of::<rekon_contract::PvcProtectionWorld>().name()
         ),
         "{err}"
     );

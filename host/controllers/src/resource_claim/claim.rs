@@ -13,9 +13,9 @@ use crate::cache::ObjectKey;
 use crate::journal::{Entry, Preconditions};
 use std::sync::Arc;
 
+use super::validate::{ClaimWrite, plan_claim};
 use crate::decider::Decider;
 use crate::reconcile::{Outcome, ReconcileError};
-use crate::validate::resource_claim::{ClaimWrite, plan_claim};
 use crate::writes::{Deleted, Writer};
 use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
 

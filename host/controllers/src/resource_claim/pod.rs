@@ -12,9 +12,9 @@ use super::{NAME, ResourceClaimController, consumer_json};
 use crate::cache::ObjectKey;
 use rekon_machinery::enqueue::resource_claim::{ClaimName, resolve_claim_name};
 
+use super::validate::{PodWrite, plan_pod};
 use crate::context::reference;
 use crate::reconcile::{Outcome, ReconcileError};
-use crate::validate::resource_claim::{PodWrite, plan_pod};
 use crate::writes::{WriteError, Writer};
 use rekon_contract::{ResourceClaimDecision, ResourceClaimInput};
 

@@ -9,7 +9,7 @@ pub use pod::{PodWrite, max_pod_actions, plan_pod};
 
 use rekon_guest::model::{ConsumerReference, Target};
 
-use super::{MAX_NAME, bounded};
+use crate::validate::{MAX_NAME, bounded};
 
 fn bounded_target(field: &str, t: &Target) -> Result<(), String> {
     bounded(&format!("{field} name"), &t.name, MAX_NAME)?;

@@ -8,9 +8,6 @@
 //! may choose among the writes the upstream controller could make for this key,
 //! never anything else.
 
-pub mod pvc_protection;
-pub mod resource_claim;
-
 use crate::reconcile::ReconcileError;
 
 /// Longest name, uid, resourceVersion, finalizer or consumer field accepted
@@ -70,7 +67,7 @@ impl From<Rejected> for ReconcileError {
 }
 
 /// Refuses a decision with more than `max` actions before looking at any.
-fn check_count(key: &str, count: usize, max: usize) -> Result<(), Rejected> {
+pub(crate) fn check_count(key: &str, count: usize, max: usize) -> Result<(), Rejected> {
     if count > max {
         return Err(Rejected::decision(
             key,
@@ -81,7 +78,7 @@ fn check_count(key: &str, count: usize, max: usize) -> Result<(), Rejected> {
 }
 
 /// Refuses a guest string longer than `max` bytes.
-fn bounded(field: &str, value: &str, max: usize) -> Result<(), String> {
+pub(crate) fn bounded(field: &str, value: &str, max: usize) -> Result<(), String> {
     if value.len() > max {
         return Err(format!(
             "{field} is {} bytes, at most {max} allowed",
@@ -92,7 +89,7 @@ fn bounded(field: &str, value: &str, max: usize) -> Result<(), String> {
 }
 
 /// A guest string for a message: quoted, cut to a readable length.
-fn shown(value: &str) -> String {
+pub(crate) fn shown(value: &str) -> String {
     const SHOWN: usize = 64;
     if value.len() <= SHOWN {
         return format!("{value:?}");

@@ -6,7 +6,7 @@
 use rekon_guest::model::{Pod, PvcAction, PvcInput, VolumeSource};
 use rekon_machinery::enqueue::pvc_protection::{FINALIZER, ephemeral_claim_name};
 
-use super::{MAX_NAME, Rejected, bounded, check_count, shown};
+use crate::validate::{MAX_NAME, Rejected, bounded, check_count, shown};
 
 /// Upstream makes one write per PVC key.
 pub const MAX_ACTIONS: usize = 1;

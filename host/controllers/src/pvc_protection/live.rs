@@ -12,7 +12,7 @@ use rekon_contract::project::{project_owner_reference, project_phase};
 use rekon_guest::model;
 use serde::Deserialize;
 
-use crate::context::pvc_names;
+use crate::projection::pvc_names;
 
 /// A pod of a live LIST: only what the pvc-protection decision and its
 /// validation read (labels and annotations are not).

@@ -10,14 +10,18 @@
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use rekon_contract::project;
+use rekon_guest::ephemeral::ClaimTemplate;
 use rekon_guest::model;
 use rekon_machinery::enqueue::PodView;
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cache::{Cache, ObjectKey, Projection};
-use crate::context::Caches;
+use crate::cache::{Cache, ObjectKey, Projection, Reflected};
+
+mod indexes;
+
+pub use indexes::*;
 
 /// A pod as the caches keep it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,7 +30,7 @@ pub struct CachedPod {
     /// Some container (init, app or ephemeral) is running, per the pod status.
     pub container_running: bool,
     /// The ephemeral volumes' claim templates (the ephemeral-volume controller's input).
-    pub ephemeral: Vec<crate::ephemeral_volume::EphemeralTemplate>,
+    pub ephemeral: Vec<EphemeralTemplate>,
 }
 
 impl CachedPod {
@@ -36,7 +40,7 @@ impl CachedPod {
         Self {
             pod: projected,
             container_running: project::any_container_running(pod),
-            ephemeral: crate::ephemeral_volume::templates(pod),
+            ephemeral: templates(pod),
         }
     }
 
@@ -73,6 +77,82 @@ impl CachedPvc {
     }
 }
 
+/// Every cache the controllers share, with its indexes.
+pub struct Caches {
+    pub pods: Arc<Cache<CachedPod>>,
+    pub pvcs: Arc<Cache<CachedPvc>>,
+    pub claims: Arc<Cache<model::ResourceClaim>>,
+    pub templates: Arc<Cache<model::ResourceClaimTemplate>>,
+}
+
+impl Caches {
+    pub fn new() -> Self {
+        Self {
+            pods: Arc::new(
+                Cache::new()
+                    .with_index(PODS_BY_PVC, |p: &CachedPod| pvc_names(&p.pod))
+                    .with_index(PODS_BY_CLAIM, |p: &CachedPod| claim_names(&p.pod))
+                    .with_index(PODS_BY_TEMPLATE, |p: &CachedPod| template_names(&p.pod)),
+            ),
+            pvcs: Arc::new(Cache::new()),
+            claims: Arc::new(
+                Cache::new()
+                    .with_index(CLAIMS_BY_OWNER_UID, owner_pod_uids)
+                    .with_index(CLAIMS_BY_ALLOCATION, |c: &model::ResourceClaim| {
+                        c.allocated
+                            .then(|| ALLOCATED.to_string())
+                            .into_iter()
+                            .collect()
+                    }),
+            ),
+            templates: Arc::new(Cache::new()),
+        }
+    }
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One ephemeral volume's claim template, as the pod cache keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EphemeralTemplate {
+    pub volume: String,
+    pub template: ClaimTemplate,
+}
+
+/// The ephemeral volumes of `pod`, in `spec.volumes` order: labels and
+/// annotations sorted by key (they are BTreeMaps), the spec encoded once per
+/// watch event. Empty for the many pods without ephemeral volumes.
+pub fn templates(pod: &Pod) -> Vec<EphemeralTemplate> {
+    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
+    let pairs = |map: Option<&std::collections::BTreeMap<String, String>>| {
+        map.into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    volumes
+        .into_iter()
+        .flatten()
+        .filter_map(|volume| {
+            let template = volume.ephemeral.as_ref()?.volume_claim_template.as_ref()?;
+            let meta = template.metadata.as_ref();
+            Some(EphemeralTemplate {
+                volume: volume.name.clone(),
+                template: ClaimTemplate {
+                    labels: pairs(meta.and_then(|m| m.labels.as_ref())),
+                    annotations: pairs(meta.and_then(|m| m.annotations.as_ref())),
+                    spec_json: serde_json::to_string(&template.spec)
+                        .expect("a typed PersistentVolumeClaimSpec always encodes"),
+                },
+            })
+        })
+        .collect()
+}
+
 /// Drops labels and annotations (see the module docs), with their capacity.
 fn unlabel(meta: &mut model::ObjectMeta) {
     meta.labels = Vec::new();
@@ -83,17 +163,9 @@ fn key_of(meta: &model::ObjectMeta) -> ObjectKey {
     ObjectKey::new(meta.namespace.clone(), meta.name.clone())
 }
 
-/// A watched resource: the API type, its projection and the cache holding it.
+/// A watched resource whose cache lives in [`Caches`].
 /// One impl per resource type; controllers name the types they watch.
-pub trait Watched: Projection + Sized {
-    type Object: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static;
-    fn project(obj: &Self::Object) -> Self;
+pub trait Watched: Reflected {
     fn cache(caches: &Caches) -> &Arc<Cache<Self>>;
 }
 
@@ -108,11 +180,14 @@ macro_rules! watched {
             }
         }
 
-        impl Watched for $projection {
+        impl Reflected for $projection {
             type Object = $object;
             fn project(obj: &$object) -> Self {
                 $project(obj)
             }
+        }
+
+        impl Watched for $projection {
             fn cache(caches: &Caches) -> &Arc<Cache<Self>> {
                 &caches.$cache
             }
@@ -170,7 +245,7 @@ pub fn template(template: &ResourceClaimTemplate) -> model::ResourceClaimTemplat
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -196,5 +271,37 @@ mod tests {
         let cached = CachedPvc::from_pvc(&pvc);
         assert!(cached.pvc.meta.labels.is_empty() && cached.pvc.meta.annotations.is_empty());
         assert_eq!(cached.pvc.meta.name, "web-0");
+    }
+
+    pub(crate) fn k8s_pod(uid: &str, deleting: bool) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": "ns", "name": "web", "uid": uid,
+                         "deletionTimestamp": deleting.then_some("2026-01-01T00:00:00Z")},
+            "spec": {"containers": [], "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "shared"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+                    "metadata": {"labels": {"z": "1", "a": "2"}},
+                    "spec": {"accessModes": ["ReadWriteOnce"]}}}}
+            ]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn templates_project_only_ephemeral_volumes_sorted() {
+        let templates = templates(&k8s_pod("u1", false));
+        assert_eq!(templates.len(), 1);
+        assert_eq!(templates[0].volume, "scratch");
+        let keys: Vec<&str> = templates[0]
+            .template
+            .labels
+            .iter()
+            .map(|l| l.0.as_str())
+            .collect();
+        assert_eq!(keys, ["a", "z"]);
+        assert_eq!(
+            templates[0].template.spec_json,
+            r#"{"accessModes":["ReadWriteOnce"]}"#
+        );
     }
 }

@@ -5,6 +5,10 @@
 //! guest's request for a live pod list (§1.5, never removing on cache data alone),
 //! validates the actions against the key and writes them conditionally.
 
+mod keys;
+mod live;
+pub mod validate;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,20 +17,16 @@ use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use rekon_guest::model::{self, PvcDecision, PvcInput};
 use serde_json::json;
 
-use rekon_machinery::enqueue::PodEvent;
-use rekon_machinery::enqueue::pvc_protection as rules;
-
-use crate::cache::{Change, ObjectKey};
-use crate::context::{Context, PODS_BY_PVC, reference};
+use crate::cache::ObjectKey;
+use crate::context::{Context, reference};
 use crate::decider::{Decider, Slot};
 use crate::journal::Entry;
-use crate::live_pods::{self, PodsByPvc};
-use crate::projection::{CachedPod, CachedPvc};
+use crate::projection::{CachedPod, CachedPvc, PODS_BY_PVC};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::Reconciler;
-use crate::validate::pvc_protection as validate;
 use crate::watches::Watches;
 use crate::writes::{WriteError, Writer};
+use live::PodsByPvc;
 use rekon_contract::PvcProtectionWorld;
 
 pub const NAME: &str = "pvc-protection";
@@ -78,33 +78,6 @@ impl Reconciler for PvcProtection {
 }
 
 impl PvcProtection {
-    /// §1.3 rule 1: PVC add/update enqueue when there is work; deletes are ignored.
-    pub fn keys_for_pvc(change: &Change<CachedPvc>) -> Vec<ObjectKey> {
-        let (cached, deleted) = match change {
-            Change::Applied { new, .. } => (new, false),
-            Change::Deleted(old) => (old, true),
-        };
-        rules::key_for_pvc_event(&cached.pvc, deleted)
-            .into_iter()
-            .collect()
-    }
-
-    /// §1.3 rule 2: pod events that may release a PVC, incl. a UID change on update.
-    pub fn keys_for_pod(change: &Change<CachedPod>) -> Vec<ObjectKey> {
-        let event = match change {
-            Change::Applied { old: None, new } => PodEvent::Added(new.view()),
-            Change::Applied {
-                old: Some(old),
-                new,
-            } => PodEvent::Updated {
-                old: old.view(),
-                new: new.view(),
-            },
-            Change::Deleted(old) => PodEvent::Deleted(old.view()),
-        };
-        rules::keys_for_pod_event(event)
-    }
-
     async fn sync(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
         let Some(cached) = self.ctx.caches.pvcs.get(key) else {
             return Ok(Outcome::Done);
@@ -308,7 +281,7 @@ impl LivePodLists {
             return Ok(pods.clone());
         }
         let issued = Instant::now();
-        let result = live_pods::list(&ctx.client, namespace).await;
+        let result = live::list(&ctx.client, namespace).await;
         ctx.journal.record(Entry::read(
             NAME, key, "list", "pods", namespace, "", &result,
         ));
@@ -318,102 +291,5 @@ impl LivePodLists {
         })?);
         *slot = Some((issued, pods.clone()));
         Ok(pods)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::validate::pvc_protection::tests::pvc;
-    use rekon_guest::model::{ObjectMeta, PodPhase, PodVolume, Pvc, VolumeSource};
-
-    fn cached(name: &str, uid: &str, node: &str, phase: PodPhase, running: bool) -> Arc<CachedPod> {
-        Arc::new(CachedPod {
-            pod: model::Pod {
-                meta: ObjectMeta {
-                    namespace: "ns".into(),
-                    name: name.into(),
-                    uid: uid.into(),
-                    ..Default::default()
-                },
-                node_name: node.into(),
-                phase,
-                volumes: vec![PodVolume {
-                    name: "v".into(),
-                    source: VolumeSource::PersistentVolumeClaim("data".into()),
-                }],
-                ..Default::default()
-            },
-            container_running: running,
-            ..Default::default()
-        })
-    }
-
-    #[test]
-    fn pvc_events_enqueue_only_when_there_is_work() {
-        let key = |p: Pvc| {
-            PvcProtection::keys_for_pvc(&Change::Applied {
-                old: None,
-                new: Arc::new(CachedPvc::observed_now(p)),
-            })
-        };
-        assert_eq!(key(pvc(false, &[])).len(), 1, "missing finalizer");
-        assert_eq!(key(pvc(true, &[FINALIZER])).len(), 1, "deletion candidate");
-        assert!(key(pvc(false, &[FINALIZER])).is_empty(), "nothing to do");
-        assert!(key(pvc(true, &[])).is_empty(), "deleting, already released");
-        assert!(
-            PvcProtection::keys_for_pvc(&Change::Deleted(Arc::new(CachedPvc::observed_now(pvc(
-                true,
-                &[]
-            )))))
-            .is_empty()
-        );
-    }
-
-    #[test]
-    fn running_scheduled_pods_are_ignored_but_terminated_unscheduled_and_deleted_enqueue() {
-        let applied = |p| PvcProtection::keys_for_pod(&Change::Applied { old: None, new: p });
-        assert!(applied(cached("a", "1", "node", PodPhase::Running, true)).is_empty());
-        assert_eq!(
-            applied(cached("a", "1", "", PodPhase::Pending, false)).len(),
-            1
-        );
-        assert_eq!(
-            applied(cached("a", "1", "node", PodPhase::Succeeded, false)).len(),
-            1
-        );
-        assert_eq!(
-            PvcProtection::keys_for_pod(&Change::Deleted(cached(
-                "a",
-                "1",
-                "node",
-                PodPhase::Running,
-                true
-            ))),
-            vec![ObjectKey::new("ns", "data")]
-        );
-    }
-
-    #[test]
-    fn deleting_pod_enqueues_only_once_no_container_runs() {
-        let mut pod = cached("a", "1", "node", PodPhase::Running, true);
-        Arc::make_mut(&mut pod).pod.meta.deletion_timestamp = Some("t".into());
-        let applied = |p| PvcProtection::keys_for_pod(&Change::Applied { old: None, new: p });
-        assert!(applied(pod.clone()).is_empty());
-        Arc::make_mut(&mut pod).container_running = false;
-        assert_eq!(applied(pod).len(), 1);
-    }
-
-    #[test]
-    fn uid_change_on_update_treats_the_old_pod_as_deleted() {
-        let old = cached("a", "old-uid", "node", PodPhase::Running, true);
-        let mut new = cached("a", "new-uid", "node", PodPhase::Running, true);
-        Arc::make_mut(&mut new).pod.volumes[0].source =
-            VolumeSource::PersistentVolumeClaim("other".into());
-        let keys = PvcProtection::keys_for_pod(&Change::Applied {
-            old: Some(old),
-            new,
-        });
-        assert_eq!(keys, vec![ObjectKey::new("ns", "data")]);
     }
 }
