@@ -587,4 +587,37 @@ mod tests {
         assert_eq!(keys, ["k2", "k3"]);
         assert_eq!(tally.failed(), 3);
     }
+
+    #[test]
+    fn shadow_differences_are_kept_within_a_byte_budget() {
+        use crate::budget::{SHADOW_DIFFERENCE_BYTES, SHADOW_RETAINED_BYTES};
+        let tally = ShadowTally::new(100);
+        let big = PvcDecision::Actions(vec![
+            PvcAction::AddFinalizer(rekon_guest::model::Target {
+                name: "x".repeat(10_000),
+                ..Default::default()
+            });
+            100
+        ]);
+        let info = GuestInfo {
+            name: "g".into(),
+            digest: "d".into(),
+        };
+        for _ in 0..100 {
+            tally.compare(
+                "decide",
+                "ns/a",
+                &Ok(PvcDecision::Actions(vec![])),
+                Ok(big.clone()),
+                (&info, &info),
+            );
+        }
+        assert_eq!(tally.differed(), 100);
+        let kept = tally.differences();
+        assert!(!kept.is_empty());
+        let size = |d: &ShadowDifference| d.active.to_string().len() + d.shadow.to_string().len();
+        assert!(kept.iter().all(|d| size(d) <= SHADOW_DIFFERENCE_BYTES + 256));
+        let total: usize = kept.iter().map(size).sum();
+        assert!(total <= SHADOW_RETAINED_BYTES, "{total} bytes kept");
+    }
 }

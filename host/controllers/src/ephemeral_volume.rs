@@ -498,6 +498,23 @@ mod tests {
     }
 
     #[test]
+    fn a_conflict_needs_an_existing_pvc_the_pod_does_not_control() {
+        let fresh = input(false, None);
+        let why = rejection(&fresh, &[conflict("b", "web-b")]);
+        assert!(why.contains("no PVC web-b exists"), "{why}");
+        let mut owned = input(false, Some("pvc-uid"));
+        owned.volumes[1].existing.as_mut().unwrap().controller = Some(ControllerRef {
+            kind: "Pod".into(),
+            name: "web".into(),
+            uid: "pu".into(),
+        });
+        let why = rejection(&owned, &[conflict("b", "web-b")]);
+        assert!(why.contains("the pod controls"), "{why}");
+        let foreign = input(false, Some("pvc-uid"));
+        assert!(validate(&foreign, &[conflict("b", "web-b")]).is_ok());
+    }
+
+    #[test]
     fn a_create_longer_than_an_object_name_is_refused() {
         let mut long = input(false, None);
         long.volumes[0].name = "v".repeat(MAX_NAME_LENGTH);

@@ -5,6 +5,7 @@
 //! A controller is a [`reconciler::Reconciler`] listed in
 //! [`registry::CONTROLLERS`]; the [`host::Host`] runs every selected one.
 
+pub mod budget;
 pub mod cache;
 pub mod context;
 pub mod decider;

@@ -226,6 +226,39 @@ mod tests {
         assert_eq!(by_pvc["ns/web-scratch"], vec![pod]);
     }
 
+    /// A client whose every request is answered with `body` (status 200).
+    fn answering(body: serde_json::Value) -> Client {
+        struct Canned(Vec<u8>);
+        impl tower::Service<http::Request<kube::client::Body>> for Canned {
+            type Response = http::Response<kube::client::Body>;
+            type Error = std::convert::Infallible;
+            type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+            fn poll_ready(
+                &mut self,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Result<(), Self::Error>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+            fn call(&mut self, _: http::Request<kube::client::Body>) -> Self::Future {
+                std::future::ready(Ok(http::Response::new(self.0.clone().into())))
+            }
+        }
+        Client::new(Canned(body.to_string().into_bytes()), "default")
+    }
+
+    #[tokio::test]
+    async fn items_without_a_namespace_belong_to_the_listed_namespace() {
+        let mut item = pod_json();
+        item["metadata"].as_object_mut().unwrap().remove("namespace");
+        let client = answering(json!({
+            "apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [item]
+        }));
+        let by_pvc = list(&client, "ns").await.unwrap();
+        assert_eq!(by_pvc["ns/claim"][0].meta.name, "web", "{by_pvc:?}");
+        assert_eq!(by_pvc["ns/claim"][0].meta.namespace, "ns");
+        assert!(!by_pvc.contains_key("/claim"), "{by_pvc:?}");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_list_longer_than_a_page_is_read_whole() {
         use rekon_apiserver::{ApiServer, ServerConfig};

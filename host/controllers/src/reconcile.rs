@@ -136,4 +136,45 @@ mod tests {
             key = due.expect("due after the backoff").unwrap();
         }
     }
+
+    /// Counts how often it is serialized.
+    struct Counted(Arc<std::sync::atomic::AtomicUsize>, usize);
+
+    impl Serialize for Counted {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            s.collect_seq(std::iter::repeat_n("action", self.1))
+        }
+    }
+
+    fn guest() -> GuestInfo {
+        GuestInfo {
+            name: "g".into(),
+            digest: "d".into(),
+        }
+    }
+
+    #[test]
+    fn no_decision_is_serialized_when_no_journal_is_kept() {
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let decision = Ok(Counted(count.clone(), 3));
+        record_decision(&Journal::disabled(), "c", "k", &guest(), Value::Null, &decision);
+        assert_eq!(count.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_huge_decision_is_journaled_as_a_bounded_summary() {
+        let journal = Journal::new();
+        let decision = Ok(Counted(Default::default(), 1_000_000));
+        record_decision(&journal, "c", "k", &guest(), Value::Null, &decision);
+        let [Entry::Decision { outcome, .. }] = &journal.entries()[..] else {
+            panic!("one decision entry")
+        };
+        let size = outcome.to_string().len();
+        assert!(
+            size <= crate::budget::JOURNAL_DECISION_BYTES + 256,
+            "{size} bytes journaled"
+        );
+        assert!(outcome.to_string().contains("bytes"), "{outcome}");
+    }
 }

@@ -321,6 +321,20 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_pvc_seen_without_a_resource_version_is_never_written() {
+        let mut p = pvc(true, &[FINALIZER]);
+        p.meta.resource_version.clear();
+        let i = input(p, Some(vec![]));
+        let msg = rejected(plan(KEY, &i, &[RemoveFinalizer(target(&i))]));
+        assert!(msg.contains("empty resourceVersion"), "{msg}");
+        let mut p = pvc(false, &[]);
+        p.meta.resource_version.clear();
+        let i = input(p, None);
+        let msg = rejected(plan(KEY, &i, &[AddFinalizer(target(&i))]));
+        assert!(msg.contains("empty resourceVersion"), "{msg}");
+    }
+
+    #[test]
     fn oversized_strings_are_rejected() {
         let i = input(pvc(true, &[FINALIZER]), Some(vec![]));
         let mut t = target(&i);

@@ -24,6 +24,10 @@ use super::{bounded_consumer, bounded_target};
 use crate::resource_claim::ANNOTATION_POD_CLAIM_NAME;
 use crate::validate::{MAX_KEY, MAX_NAME, MAX_VALUE, Rejected, bounded, check_count, shown};
 
+/// Upstream `ResourceClaimReservedForMaxSize`: the API server refuses a claim
+/// whose `status.reservedFor` has more entries, so no reservation grows past it.
+pub const RESERVED_FOR_MAX_SIZE: usize = 256;
+
 /// One write of a pod decision, in decision order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PodWrite {
