@@ -32,8 +32,12 @@ struct LeaseEndpoint {
 }
 
 fn status(code: StatusCode) -> Response<Body> {
+    let reason = match code {
+        StatusCode::NOT_FOUND => "NotFound",
+        _ => "InternalError",
+    };
     let body = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                      "code": code.as_u16(), "reason": "InternalError", "message": "scripted"});
+                      "code": code.as_u16(), "reason": reason, "message": "scripted"});
     Response::builder()
         .status(code)
         .body(body.to_string().into_bytes().into())
