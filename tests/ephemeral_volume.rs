@@ -229,9 +229,16 @@ async fn run_loud(state: Vec<Value>) -> Report {
         controllers: "ephemeral-volume".parse().unwrap(),
         ..ClusterOptions::default()
     };
-    simulate(state, vec![], options, quick(), deciders, Arc::new(Journal::new()))
-        .await
-        .expect("simulation runs")
+    simulate(
+        state,
+        vec![],
+        options,
+        quick(),
+        deciders,
+        Arc::new(Journal::new()),
+    )
+    .await
+    .expect("simulation runs")
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -392,7 +392,10 @@ async fn a_live_list_for_a_pvc_that_is_not_being_deleted_is_a_protocol_error() {
         .into_iter()
         .filter(|(verb, ..)| verb == "list")
         .collect();
-    assert!(lists.is_empty(), "no live LIST upstream would not make: {lists:?}");
+    assert!(
+        lists.is_empty(),
+        "no live LIST upstream would not make: {lists:?}"
+    );
     let notes = event_notes(&report.objects, "PersistentVolumeClaim", "ns", "data");
     assert!(
         notes

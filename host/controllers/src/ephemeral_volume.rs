@@ -390,6 +390,22 @@ pub fn validate<'a>(
                         format!("conflict names {:?}, not {name}", conflict.claim_name),
                     );
                 }
+                // Upstream reports a conflict only for an existing PVC the pod
+                // does not control (§2 step 2); anything else would publish
+                // guest text as a Warning Event about nothing.
+                let Some(existing) = &volume.existing else {
+                    return reject(index, format!("a conflict, but no PVC {name} exists"));
+                };
+                if existing
+                    .controller
+                    .as_ref()
+                    .is_some_and(|c| c.uid == pod.uid)
+                {
+                    return reject(
+                        index,
+                        format!("a conflict, but the pod controls PVC {name}"),
+                    );
+                }
                 plan.conflict = Some(conflict.clone());
             }
         }
@@ -485,8 +501,10 @@ mod tests {
         );
         assert!(rejection(&fresh, &[create("a"), create("a")]).contains("twice"));
         assert!(rejection(&fresh, &[conflict("a", "web-x")]).contains("web-x"));
+        let foreign = input(false, Some("other"));
         assert!(
-            rejection(&fresh, &[conflict("a", "web-a"), create("b")]).contains("after a conflict")
+            rejection(&foreign, &[conflict("b", "web-b"), create("a")])
+                .contains("after a conflict")
         );
         let exists = input(false, Some("pu"));
         assert!(rejection(&exists, &[create("b")]).contains("already exists"));

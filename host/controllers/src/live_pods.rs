@@ -67,6 +67,14 @@ struct Status {
 }
 
 impl LivePod {
+    /// [`LivePod::project`], filed in `namespace`: every item of a namespaced
+    /// LIST belongs to the listed namespace, whatever (or whether) its
+    /// metadata says; an item without one must still block the PVCs it uses.
+    pub fn project_in(mut self, namespace: &str) -> model::Pod {
+        namespace.clone_into(&mut self.metadata.namespace);
+        self.project()
+    }
+
     /// The guest's pod, as [`rekon_contract::project::project_pod`] makes it
     /// minus labels, annotations and resource claims (no pvc decision reads them).
     pub fn project(self) -> model::Pod {
@@ -147,7 +155,10 @@ async fn list_pages(client: &Client, namespace: &str) -> Result<PodsByPvc, kube:
             .list(&params)
             .map_err(kube::Error::BuildRequest)?;
         let page: ObjectList<LivePod> = client.request(request).await?;
-        index(&mut by_pvc, page.items.into_iter().map(LivePod::project));
+        index(
+            &mut by_pvc,
+            page.items.into_iter().map(|pod| pod.project_in(namespace)),
+        );
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => return Ok(by_pvc),
@@ -249,7 +260,10 @@ mod tests {
     #[tokio::test]
     async fn items_without_a_namespace_belong_to_the_listed_namespace() {
         let mut item = pod_json();
-        item["metadata"].as_object_mut().unwrap().remove("namespace");
+        item["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("namespace");
         let client = answering(json!({
             "apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [item]
         }));

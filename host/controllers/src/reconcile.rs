@@ -94,9 +94,17 @@ pub fn record_decision<D: Serialize>(
     input: Value,
     result: &Result<D, DecideError>,
 ) {
+    // Nothing to keep: a long-running host does not pay for serializing.
+    if !journal.is_recording() {
+        return;
+    }
     let outcome = match result {
-        Ok(decision) => serde_json::to_value(decision).unwrap_or(Value::Null),
-        Err(err) => json!({ "error": err.to_string() }),
+        Ok(decision) => {
+            crate::budget::bounded_json(decision, crate::budget::JOURNAL_DECISION_BYTES)
+        }
+        Err(err) => json!({
+            "error": crate::budget::cut(&err.to_string(), crate::budget::JOURNAL_DECISION_BYTES)
+        }),
     };
     journal.record(Entry::Decision {
         controller: controller.to_string(),
@@ -158,7 +166,14 @@ mod tests {
     fn no_decision_is_serialized_when_no_journal_is_kept() {
         let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let decision = Ok(Counted(count.clone(), 3));
-        record_decision(&Journal::disabled(), "c", "k", &guest(), Value::Null, &decision);
+        record_decision(
+            &Journal::disabled(),
+            "c",
+            "k",
+            &guest(),
+            Value::Null,
+            &decision,
+        );
         assert_eq!(count.load(std::sync::atomic::Ordering::Relaxed), 0);
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Every update here carries the resourceVersion the decision saw (a merge patch
 //! that sets `metadata.resourceVersion` is conditional: 409 on mismatch), and every
-//! delete carries uid + resourceVersion preconditions. Nothing is written blindly.
+//! delete carries uid + resourceVersion preconditions. Nothing is written blindly:
+//! a write whose resourceVersion is empty is refused before it is sent.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -141,6 +142,7 @@ impl Writer {
             + DeserializeOwned
             + Debug,
     {
+        conditional::<K>(namespace, name, resource_version)?;
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
         let patch = json!({
             "metadata": { "resourceVersion": resource_version, "finalizers": finalizers }
@@ -178,6 +180,7 @@ impl Writer {
             + DeserializeOwned
             + Debug,
     {
+        conditional::<K>(namespace, name, resource_version)?;
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
         let patch =
             json!({ "metadata": { "resourceVersion": resource_version }, "status": status });
@@ -247,6 +250,7 @@ impl Writer {
             + DeserializeOwned
             + Debug,
     {
+        conditional::<K>(namespace, name, resource_version)?;
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
         let params = DeleteParams {
             preconditions: Some(KubePreconditions {
@@ -285,6 +289,23 @@ impl Writer {
     }
 }
 
+/// Refuses a write that would carry an empty resourceVersion: the API server
+/// would apply it whatever the object's version is. A claim key chains the
+/// version each write returns into the next one, so this also stops a chain
+/// whose previous answer carried none.
+fn conditional<K: Resource<DynamicType = ()>>(
+    namespace: &str,
+    name: &str,
+    resource_version: &str,
+) -> Result<(), WriteError> {
+    if resource_version.is_empty() {
+        return Err(WriteError::Unconditional {
+            object: format!("{} {namespace}/{name}", K::plural(&())),
+        });
+    }
+    Ok(())
+}
+
 fn rv_only(resource_version: &str) -> Preconditions {
     Preconditions {
         uid: None,
@@ -314,17 +335,26 @@ mod tests {
             .set_finalizers::<PersistentVolumeClaim>("ns/data", "ns", "data", "", &[])
             .await
             .unwrap_err();
-        assert!(matches!(finalizers, WriteError::Unconditional { .. }), "{finalizers}");
+        assert!(
+            matches!(finalizers, WriteError::Unconditional { .. }),
+            "{finalizers}"
+        );
         let status = w
             .patch_status::<PersistentVolumeClaim>("ns/data", "ns", "data", "", json!({}))
             .await
             .unwrap_err();
-        assert!(matches!(status, WriteError::Unconditional { .. }), "{status}");
+        assert!(
+            matches!(status, WriteError::Unconditional { .. }),
+            "{status}"
+        );
         let delete = w
             .delete::<PersistentVolumeClaim>("ns/data", "ns", "data", "uid", "")
             .await
             .unwrap_err();
-        assert!(matches!(delete, WriteError::Unconditional { .. }), "{delete}");
+        assert!(
+            matches!(delete, WriteError::Unconditional { .. }),
+            "{delete}"
+        );
         assert!(w.journal.writes().is_empty(), "nothing was sent");
         // With a version the request is sent (and fails to connect here).
         let sent = w

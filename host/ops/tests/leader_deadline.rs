@@ -100,7 +100,11 @@ impl tower::Service<Request<Body>> for LeaseEndpoint {
 /// client-go's timings: lease 15 s, renew deadline 10 s, retry 2 s.
 async fn leader(updates: &[Answer]) -> (LeaderElector, Instant) {
     let endpoint = LeaseEndpoint::default();
-    endpoint.updates.lock().unwrap().extend(updates.iter().copied());
+    endpoint
+        .updates
+        .lock()
+        .unwrap()
+        .extend(updates.iter().copied());
     let client = Client::new(endpoint, "default");
     let mut elector =
         LeaderElector::new(client, ElectionConfig::new("lease", "default", "a")).unwrap();
@@ -147,5 +151,36 @@ async fn the_renew_deadline_runs_from_the_start_of_the_last_successful_renewal()
         12_000,
         "stopped after {:?}",
         started.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_shutdown_writes_get_at_most_the_time_left_until_the_renew_deadline() {
+    let (elector, _) = leader(&[]).await;
+    let supervision = rekon_ops::Supervision {
+        metrics: Arc::new(rekon_ops::Metrics::new()),
+        health: Arc::new(rekon_ops::Health::new()),
+        shutdown_grace: Duration::from_secs(8),
+    };
+    // Nothing renews from here on (the renewal loop ends with the shutdown).
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(supervision.leader_grace(&elector), Duration::from_secs(8));
+    tokio::time::advance(Duration::from_secs(6)).await;
+    assert_eq!(supervision.leader_grace(&elector), Duration::from_secs(3));
+    tokio::time::advance(Duration::from_secs(5)).await;
+    assert_eq!(supervision.leader_grace(&elector), Duration::ZERO);
+}
+
+#[test]
+fn a_shutdown_grace_longer_than_the_renew_deadline_is_refused() {
+    let config = ElectionConfig::new("lease", "default", "a");
+    assert!(config.check_shutdown_grace(Duration::from_secs(10)).is_ok());
+    let err = config
+        .check_shutdown_grace(Duration::from_secs(30))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("--shutdown-grace-seconds") && err.contains("renew deadline 10s"),
+        "{err}"
     );
 }

@@ -1,5 +1,6 @@
 //! The data of one decision's `Store`: a WASI context that grants nothing and
-//! is deterministic, the memory limiter, and the guest's identity for its logs.
+//! is deterministic, the memory limiter, and the guest's identity and byte
+//! budget for its logs.
 
 use std::time::Duration;
 
@@ -35,6 +36,8 @@ pub(crate) struct DecisionState {
     stderr: MemoryOutputPipe,
     pub(crate) limiter: MemoryLimiter,
     guest: GuestId,
+    /// Guest log bytes this decision may still print.
+    log_budget: usize,
 }
 
 impl DecisionState {
@@ -52,12 +55,15 @@ impl DecisionState {
                 RANDOM_SEED[..16].try_into().expect("16 bytes"),
             ))
             .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(RESOURCE_TABLE_ENTRIES);
         Self {
             wasi,
-            table: ResourceTable::new(),
+            table,
             stderr,
             limiter: MemoryLimiter::new(memory_cap),
             guest,
+            log_budget: GUEST_LOG_BYTES,
         }
     }
 
@@ -84,8 +90,23 @@ impl WasiView for DecisionState {
 }
 
 impl log::Host for DecisionState {
+    /// Prints within the decision's [`GUEST_LOG_BYTES`]: a line past it is cut,
+    /// and once it is spent one notice says so and the rest is dropped unread.
     fn log(&mut self, level: log::Level, message: String) {
         let guest = &self.guest;
+        if self.log_budget == 0 {
+            return;
+        }
+        let message = if message.len() < self.log_budget {
+            self.log_budget -= message.len();
+            message
+        } else {
+            let end = message.floor_char_boundary(self.log_budget);
+            self.log_budget = 0;
+            tracing::warn!(target: "rekon::guest", %guest, budget = GUEST_LOG_BYTES,
+                "guest log budget of this decision spent: later lines are dropped");
+            message[..end].to_string()
+        };
         match level {
             log::Level::Debug => tracing::debug!(target: "rekon::guest", %guest, "{message}"),
             log::Level::Info => tracing::info!(target: "rekon::guest", %guest, "{message}"),
@@ -200,6 +221,9 @@ mod tests {
         for _ in 0..RESOURCE_TABLE_ENTRIES {
             table.push(()).expect("within the limit");
         }
-        assert!(table.push(()).is_err(), "pushed past {RESOURCE_TABLE_ENTRIES}");
+        assert!(
+            table.push(()).is_err(),
+            "pushed past {RESOURCE_TABLE_ENTRIES}"
+        );
     }
 }

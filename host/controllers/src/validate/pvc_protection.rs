@@ -6,7 +6,7 @@
 use rekon_guest::model::{Pod, PvcAction, PvcInput, VolumeSource};
 use rekon_machinery::enqueue::pvc_protection::{FINALIZER, ephemeral_claim_name};
 
-use super::{MAX_NAME, Rejected, bounded, check_count, shown};
+use super::{MAX_NAME, Rejected, bounded, check_count, shown, versioned};
 
 /// Upstream makes one write per PVC key.
 pub const MAX_ACTIONS: usize = 1;
@@ -60,6 +60,7 @@ fn check(input: &PvcInput, action: &PvcAction) -> Result<Option<FinalizerWrite>,
             pvc.meta.resource_version
         ));
     }
+    versioned("the PVC", &pvc.meta.resource_version)?;
     let mut finalizers = pvc.meta.finalizers.clone();
     match action {
         PvcAction::AddFinalizer(_) => {

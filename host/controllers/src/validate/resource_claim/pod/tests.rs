@@ -660,8 +660,7 @@ fn a_recorded_claim_the_pod_controls_is_never_changed() {
         resource_claim_name: Some("web-gpu-aaaaa".into()),
     }];
     // A second claim generated for the same pod claim (a lost status write).
-    i.owned_claims
-        .push(owned_claim(&i, "web-gpu-ccccc", "gpu"));
+    i.owned_claims.push(owned_claim(&i, "web-gpu-ccccc", "gpu"));
     let keep = statuses(
         &i,
         &[
