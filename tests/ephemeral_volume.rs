@@ -191,3 +191,82 @@ async fn a_deleting_pod_gets_nothing() {
     );
     assert!(pvc_creates(&report).is_empty());
 }
+
+/// A guest that reports every volume as a conflict with a 100 KiB message.
+struct LoudConflict;
+
+impl rekon_controllers::decider::Decider<EphemeralVolumeWorld> for LoudConflict {
+    fn info(&self) -> rekon_controllers::decider::GuestInfo {
+        rekon_controllers::decider::GuestInfo {
+            name: "loud-conflict".into(),
+            digest: "native".into(),
+        }
+    }
+
+    fn decide(
+        &self,
+        _key: &str,
+        input: rekon_guest::ephemeral::VolumeInput,
+    ) -> Result<rekon_guest::ephemeral::VolumeDecision, rekon_controllers::decider::DecideError>
+    {
+        use rekon_guest::ephemeral::{ClaimConflict, VolumeAction, VolumeDecision};
+        let volume = &input.volumes[0];
+        Ok(VolumeDecision {
+            actions: vec![VolumeAction::Conflict(ClaimConflict {
+                volume: volume.name.clone(),
+                claim_name: format!("{}-{}", input.pod.name, volume.name),
+                message: "m".repeat(100 * 1024),
+            })],
+        })
+    }
+}
+
+async fn run_loud(state: Vec<Value>) -> Report {
+    let deciders = Deciders::new().with(Arc::new(Slot::<EphemeralVolumeWorld>::new(Arc::new(
+        LoudConflict,
+    ))));
+    let options = ClusterOptions {
+        controllers: "ephemeral-volume".parse().unwrap(),
+        ..ClusterOptions::default()
+    };
+    simulate(
+        state,
+        vec![],
+        options,
+        quick(),
+        deciders,
+        Arc::new(Journal::new()),
+    )
+    .await
+    .expect("simulation runs")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn guest_text_in_a_warning_event_is_cut_to_the_event_note_limit() {
+    let web = pod("ns", "web", "", json!([labelled_volume("scratch", "1Gi")]));
+    let other = pod("ns", "other", "", json!([]));
+    let mut foreign = pvc("ns", "web-scratch");
+    controlled_by(&mut foreign, &other);
+    let report = run_loud(vec![namespace("ns"), web, other, foreign]).await;
+    let notes = event_notes(&report.objects, "Pod", "ns", "web");
+    assert!(!notes.is_empty(), "a Warning Event on the pod");
+    for note in &notes {
+        assert!(
+            note.len() <= rekon_controllers::budget::EVENT_NOTE_BYTES,
+            "{} bytes",
+            note.len()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conflict_without_a_conflicting_pvc_is_refused_and_its_text_never_published() {
+    let web = pod("ns", "web", "", json!([labelled_volume("scratch", "1Gi")]));
+    let report = run_loud(vec![namespace("ns"), web]).await;
+    let notes = event_notes(&report.objects, "Pod", "ns", "web");
+    assert!(
+        notes.iter().all(|n| !n.contains("mmmm")),
+        "the guest's text became an Event: {notes:?}"
+    );
+    assert!(pvc_creates(&report).is_empty());
+}

@@ -347,3 +347,61 @@ async fn a_guest_removing_the_finalizer_of_a_pvc_in_use_is_refused_and_nothing_i
         "{notes:?}"
     );
 }
+
+/// A guest that asks for the live pod list whatever the PVC, then does nothing.
+struct AlwaysLists;
+
+impl rekon_controllers::decider::Decider<rekon_contract::PvcProtectionWorld> for AlwaysLists {
+    fn info(&self) -> rekon_controllers::decider::GuestInfo {
+        rekon_controllers::decider::GuestInfo {
+            name: "always-lists".into(),
+            digest: "native".into(),
+        }
+    }
+
+    fn decide(
+        &self,
+        _key: &str,
+        input: rekon_guest::model::PvcInput,
+    ) -> Result<rekon_guest::model::PvcDecision, rekon_controllers::decider::DecideError> {
+        use rekon_guest::model::PvcDecision;
+        Ok(match input.live_pods {
+            None => PvcDecision::NeedLivePods,
+            Some(_) => PvcDecision::Actions(vec![]),
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_live_list_for_a_pvc_that_is_not_being_deleted_is_a_protocol_error() {
+    let mut live = pvc("ns", "data");
+    live["metadata"]["finalizers"] = json!([]);
+    let state = vec![
+        namespace("ns"),
+        live,
+        pod("ns", "web", "node-a", json!([pvc_volume("v", "data")])),
+    ];
+    let deciders = wasm_deciders();
+    deciders
+        .get::<rekon_contract::PvcProtectionWorld>()
+        .expect("a pvc-protection slot")
+        .swap(std::sync::Arc::new(AlwaysLists));
+    let report = run_with(state, deciders).await;
+
+    let lists: Vec<_> = writes(&report.journal)
+        .into_iter()
+        .filter(|(verb, ..)| verb == "list")
+        .collect();
+    assert!(
+        lists.is_empty(),
+        "no live LIST upstream would not make: {lists:?}"
+    );
+    let notes = event_notes(&report.objects, "PersistentVolumeClaim", "ns", "data");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("always-lists broke the protocol")
+                && n.contains("not being deleted")),
+        "{notes:?}"
+    );
+}

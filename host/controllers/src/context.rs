@@ -55,7 +55,8 @@ impl Context {
                 EventType::Normal
             },
             reason: reason.into(),
-            note: Some(note),
+            // Guest text can reach a note: cut to what the API accepts.
+            note: Some(crate::budget::cut(&note, crate::budget::EVENT_NOTE_BYTES)),
             action: action.into(),
             secondary: None,
         };

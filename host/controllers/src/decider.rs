@@ -15,6 +15,7 @@ use rekon_contract::WitWorld;
 use rekon_runtime::GuestWorld;
 use tokio::sync::watch;
 
+use crate::budget::{SHADOW_DIFFERENCE_BYTES, SHADOW_RETAINED_BYTES, bounded_json, cut};
 use crate::observe::DecisionFailure;
 
 /// Which module made a decision.
@@ -284,9 +285,13 @@ pub struct ShadowTally {
     agreed: AtomicU64,
     differed: AtomicU64,
     failed: AtomicU64,
-    /// How many differences to keep (oldest dropped first).
+    /// How many differences to keep (oldest dropped first), within
+    /// [`SHADOW_RETAINED_BYTES`].
     keep: usize,
-    differences: Mutex<VecDeque<ShadowDifference>>,
+    /// Bytes of differences to keep at most (oldest dropped first).
+    retained_bytes: usize,
+    /// The differences kept, each with its size in bytes.
+    differences: Mutex<VecDeque<(usize, ShadowDifference)>>,
     /// Told every verdict (metrics).
     hook: Option<Box<dyn Fn(ShadowVerdict) + Send + Sync>>,
 }
@@ -298,9 +303,18 @@ impl ShadowTally {
             differed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             keep,
+            retained_bytes: SHADOW_RETAINED_BYTES,
             differences: Mutex::new(VecDeque::new()),
             hook: None,
         }
+    }
+
+    /// Keeps up to `bytes` of differences instead of [`SHADOW_RETAINED_BYTES`]
+    /// (a finite run such as `rekon diff` may keep them all).
+    #[must_use]
+    pub fn retaining_bytes(mut self, bytes: usize) -> Self {
+        self.retained_bytes = bytes;
+        self
     }
 
     /// Also tells `hook` every verdict.
@@ -338,18 +352,27 @@ impl ShadowTally {
 
     /// The latest differences and shadow failures, oldest first.
     pub fn differences(&self) -> Vec<ShadowDifference> {
-        self.differences.lock().unwrap().iter().cloned().collect()
+        let differences = self.differences.lock().unwrap();
+        differences.iter().map(|(_, d)| d.clone()).collect()
     }
 
     fn remember(&self, difference: ShadowDifference) {
         if self.keep == 0 {
             return;
         }
+        let size = difference.key.len()
+            + difference.active.to_string().len()
+            + difference.shadow.to_string().len();
         let mut differences = self.differences.lock().unwrap();
-        if differences.len() == self.keep {
-            differences.pop_front();
+        let mut retained: usize = differences.iter().map(|(bytes, _)| bytes).sum();
+        while differences.len() >= self.keep || retained.saturating_add(size) > self.retained_bytes
+        {
+            let Some((bytes, _)) = differences.pop_front() else {
+                break;
+            };
+            retained -= bytes;
         }
-        differences.push_back(difference);
+        differences.push_back((size, difference));
     }
 
     /// Compares one decision; only the active result is returned to the caller.
@@ -363,7 +386,8 @@ impl ShadowTally {
     ) {
         // A failed active decision is retried; there is nothing to compare it with.
         let Ok(active) = active else { return };
-        let to_json = |d: &D| serde_json::to_value(d).expect("decisions serialise");
+        // Each side within half the per-difference budget, whatever its size.
+        let to_json = |d: &D| bounded_json(d, SHADOW_DIFFERENCE_BYTES / 2);
         let shadow_json = match shadow {
             Ok(shadow) if shadow == *active => {
                 self.count(ShadowVerdict::Agreed);
@@ -375,7 +399,7 @@ impl ShadowTally {
             }
             Err(err) => {
                 self.count(ShadowVerdict::Failed);
-                serde_json::json!({ "error": err.message })
+                serde_json::json!({ "error": cut(&err.message, SHADOW_DIFFERENCE_BYTES / 2) })
             }
         };
         let difference = ShadowDifference {
@@ -586,5 +610,41 @@ mod tests {
         let keys: Vec<_> = tally.differences().into_iter().map(|d| d.key).collect();
         assert_eq!(keys, ["k2", "k3"]);
         assert_eq!(tally.failed(), 3);
+    }
+
+    #[test]
+    fn shadow_differences_are_kept_within_a_byte_budget() {
+        use crate::budget::{SHADOW_DIFFERENCE_BYTES, SHADOW_RETAINED_BYTES};
+        let tally = ShadowTally::new(100);
+        let big = PvcDecision::Actions(vec![
+            PvcAction::AddFinalizer(rekon_guest::model::Target {
+                name: "x".repeat(10_000),
+                ..Default::default()
+            });
+            100
+        ]);
+        let info = GuestInfo {
+            name: "g".into(),
+            digest: "d".into(),
+        };
+        for _ in 0..100 {
+            tally.compare(
+                "decide",
+                "ns/a",
+                &Ok(PvcDecision::Actions(vec![])),
+                Ok(big.clone()),
+                (&info, &info),
+            );
+        }
+        assert_eq!(tally.differed(), 100);
+        let kept = tally.differences();
+        assert!(!kept.is_empty());
+        let size = |d: &ShadowDifference| d.active.to_string().len() + d.shadow.to_string().len();
+        assert!(
+            kept.iter()
+                .all(|d| size(d) <= SHADOW_DIFFERENCE_BYTES + 256)
+        );
+        let total: usize = kept.iter().map(size).sum();
+        assert!(total <= SHADOW_RETAINED_BYTES, "{total} bytes kept");
     }
 }

@@ -133,6 +133,11 @@ impl Journal {
         }
     }
 
+    /// Whether recorded entries go anywhere (memory or a sink).
+    pub fn is_recording(&self) -> bool {
+        self.entries.is_some() || self.sink.lock().unwrap().is_some()
+    }
+
     pub fn record(&self, entry: Entry) {
         if let Some(sink) = self.sink.lock().unwrap().as_mut() {
             let line = serde_json::to_string(&entry).expect("journal entries serialise");

@@ -7,6 +7,7 @@
 //! The generic modules below know controllers only through that list.
 
 // The generic runtime: nothing here names a controller.
+pub mod budget;
 pub mod cache;
 pub mod context;
 pub mod decider;

@@ -94,9 +94,17 @@ pub fn record_decision<D: Serialize>(
     input: Value,
     result: &Result<D, DecideError>,
 ) {
+    // Nothing to keep: a long-running host does not pay for serializing.
+    if !journal.is_recording() {
+        return;
+    }
     let outcome = match result {
-        Ok(decision) => serde_json::to_value(decision).unwrap_or(Value::Null),
-        Err(err) => json!({ "error": err.to_string() }),
+        Ok(decision) => {
+            crate::budget::bounded_json(decision, crate::budget::JOURNAL_DECISION_BYTES)
+        }
+        Err(err) => json!({
+            "error": crate::budget::cut(&err.to_string(), crate::budget::JOURNAL_DECISION_BYTES)
+        }),
     };
     journal.record(Entry::Decision {
         controller: controller.to_string(),
@@ -135,5 +143,53 @@ mod tests {
             let due = tokio::time::timeout(Duration::from_millis(2), queue.get()).await;
             key = due.expect("due after the backoff").unwrap();
         }
+    }
+
+    /// Counts how often it is serialized.
+    struct Counted(Arc<std::sync::atomic::AtomicUsize>, usize);
+
+    impl Serialize for Counted {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            s.collect_seq(std::iter::repeat_n("action", self.1))
+        }
+    }
+
+    fn guest() -> GuestInfo {
+        GuestInfo {
+            name: "g".into(),
+            digest: "d".into(),
+        }
+    }
+
+    #[test]
+    fn no_decision_is_serialized_when_no_journal_is_kept() {
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let decision = Ok(Counted(count.clone(), 3));
+        record_decision(
+            &Journal::disabled(),
+            "c",
+            "k",
+            &guest(),
+            Value::Null,
+            &decision,
+        );
+        assert_eq!(count.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_huge_decision_is_journaled_as_a_bounded_summary() {
+        let journal = Journal::new();
+        let decision = Ok(Counted(Default::default(), 1_000_000));
+        record_decision(&journal, "c", "k", &guest(), Value::Null, &decision);
+        let [Entry::Decision { outcome, .. }] = &journal.entries()[..] else {
+            panic!("one decision entry")
+        };
+        let size = outcome.to_string().len();
+        assert!(
+            size <= crate::budget::JOURNAL_DECISION_BYTES + 256,
+            "{size} bytes journaled"
+        );
+        assert!(outcome.to_string().contains("bytes"), "{outcome}");
     }
 }

@@ -88,6 +88,17 @@ pub(crate) fn bounded(field: &str, value: &str, max: usize) -> Result<(), String
     Ok(())
 }
 
+/// Refuses to write against an empty resourceVersion: it would make a patch
+/// unconditional (the API server treats a missing version as "any").
+pub(crate) fn versioned(what: &str, resource_version: &str) -> Result<(), String> {
+    if resource_version.is_empty() {
+        return Err(format!(
+            "{what} was seen with an empty resourceVersion: a write would be unconditional"
+        ));
+    }
+    Ok(())
+}
+
 /// A guest string for a message: quoted, cut to a readable length.
 pub(crate) fn shown(value: &str) -> String {
     const SHOWN: usize = 64;

@@ -2,7 +2,8 @@
 //!
 //! Every update here carries the resourceVersion the decision saw (a merge patch
 //! that sets `metadata.resourceVersion` is conditional: 409 on mismatch), and every
-//! delete carries uid + resourceVersion preconditions. Nothing is written blindly.
+//! delete carries uid + resourceVersion preconditions. Nothing is written blindly:
+//! a write whose resourceVersion is empty is refused before it is sent.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -26,6 +27,9 @@ pub enum WriteError {
     Invalid { object: String, message: String },
     #[error("writing {object} failed: {message}")]
     Failed { object: String, message: String },
+    /// The write would carry no resourceVersion and so apply blindly: not sent.
+    #[error("not writing {object}: no resourceVersion to make the write conditional")]
+    Unconditional { object: String },
     /// Leadership is gone: the request was not sent, or was cut off in flight.
     #[error("not writing {object}: this replica no longer leads")]
     NotLeading { object: String },
@@ -138,6 +142,7 @@ impl Writer {
             + DeserializeOwned
             + Debug,
     {
+        conditional::<K>(namespace, name, resource_version)?;
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
         let patch = json!({
             "metadata": { "resourceVersion": resource_version, "finalizers": finalizers }
@@ -175,6 +180,7 @@ impl Writer {
             + DeserializeOwned
             + Debug,
     {
+        conditional::<K>(namespace, name, resource_version)?;
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
         let patch =
             json!({ "metadata": { "resourceVersion": resource_version }, "status": status });
@@ -244,6 +250,7 @@ impl Writer {
             + DeserializeOwned
             + Debug,
     {
+        conditional::<K>(namespace, name, resource_version)?;
         let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
         let params = DeleteParams {
             preconditions: Some(KubePreconditions {
@@ -282,9 +289,78 @@ impl Writer {
     }
 }
 
+/// Refuses a write that would carry an empty resourceVersion: the API server
+/// would apply it whatever the object's version is. A claim key chains the
+/// version each write returns into the next one, so this also stops a chain
+/// whose previous answer carried none.
+fn conditional<K: Resource<DynamicType = ()>>(
+    namespace: &str,
+    name: &str,
+    resource_version: &str,
+) -> Result<(), WriteError> {
+    if resource_version.is_empty() {
+        return Err(WriteError::Unconditional {
+            object: format!("{} {namespace}/{name}", K::plural(&())),
+        });
+    }
+    Ok(())
+}
+
 fn rv_only(resource_version: &str) -> Preconditions {
     Preconditions {
         uid: None,
         resource_version: Some(resource_version.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+    /// A writer whose requests, if sent, fail to connect (nothing listens).
+    fn writer() -> Writer {
+        Writer {
+            client: Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap(),
+            journal: Arc::new(Journal::new()),
+            controller: "test",
+        }
+    }
+
+    #[tokio::test]
+    async fn an_empty_resource_version_is_refused_before_anything_is_sent() {
+        let w = writer();
+        let finalizers = w
+            .set_finalizers::<PersistentVolumeClaim>("ns/data", "ns", "data", "", &[])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(finalizers, WriteError::Unconditional { .. }),
+            "{finalizers}"
+        );
+        let status = w
+            .patch_status::<PersistentVolumeClaim>("ns/data", "ns", "data", "", json!({}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(status, WriteError::Unconditional { .. }),
+            "{status}"
+        );
+        let delete = w
+            .delete::<PersistentVolumeClaim>("ns/data", "ns", "data", "uid", "")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(delete, WriteError::Unconditional { .. }),
+            "{delete}"
+        );
+        assert!(w.journal.writes().is_empty(), "nothing was sent");
+        // With a version the request is sent (and fails to connect here).
+        let sent = w
+            .set_finalizers::<PersistentVolumeClaim>("ns/data", "ns", "data", "5", &[])
+            .await
+            .unwrap_err();
+        assert!(matches!(sent, WriteError::Failed { .. }), "{sent}");
     }
 }

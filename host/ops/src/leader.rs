@@ -12,7 +12,9 @@
 //! expire for the others: the guarantee "one leader at a time" needs it.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -101,6 +103,21 @@ impl ElectionConfig {
         Ok(())
     }
 
+    /// Refuses a shutdown grace longer than the renew deadline: nothing renews
+    /// the lease while reconciles finish, so writes are fenced off at the renew
+    /// deadline after the last renewal whatever the grace says.
+    pub fn check_shutdown_grace(&self, grace: Duration) -> Result<(), LeaderError> {
+        if grace > self.renew_deadline {
+            return Err(LeaderError::Config(format!(
+                "--shutdown-grace-seconds {grace:?} is longer than the renew deadline {:?}: \
+                 nothing renews the lease during shutdown, so writes stop at the renew \
+                 deadline after the last renewal; use a grace of at most {:?}",
+                self.renew_deadline, self.renew_deadline
+            )));
+        }
+        Ok(())
+    }
+
     /// `leaseDurationSeconds` as written into the Lease (whole seconds, rounded up).
     fn lease_seconds(&self) -> i32 {
         i32::try_from(self.lease_duration.as_millis().div_ceil(1000)).unwrap_or(i32::MAX)
@@ -155,6 +172,8 @@ pub struct LeaderElector {
     api: Api<Lease>,
     config: ElectionConfig,
     observed: Option<Observed>,
+    /// When the last round that took or renewed the lease started.
+    renewed_at: Option<Instant>,
 }
 
 impl LeaderElector {
@@ -164,6 +183,7 @@ impl LeaderElector {
             api: Api::namespaced(client, &config.lease_namespace),
             config,
             observed: None,
+            renewed_at: None,
         })
     }
 
@@ -191,21 +211,38 @@ impl LeaderElector {
 
     /// Renews the lease every retry period while leading; returns when the
     /// lease is lost. The caller must stop acting as leader at once.
+    ///
+    /// The leader stops *at* its renew deadline ([`Self::renew_deadline`]),
+    /// measured from the start of the last renewal that succeeded (the time
+    /// it wrote as `renewTime`): a failed round is retried every retry period
+    /// but never past the deadline, and a round still in flight at the
+    /// deadline is abandoned.
     pub async fn hold(&mut self) -> LeadershipLost {
-        let mut renewed = Instant::now();
+        let deadline = self.config.renew_deadline;
         loop {
-            tokio::time::sleep(self.config.retry_period).await;
-            let deadline = self.config.renew_deadline;
-            let Some(left) = deadline.checked_sub(renewed.elapsed()) else {
+            let Some(stop_at) = self.renew_deadline() else {
                 return LeadershipLost::RenewDeadline(deadline);
             };
-            match tokio::time::timeout(left, self.round()).await {
-                Ok(Ok(Round::Holding)) => renewed = Instant::now(),
+            let next = (Instant::now() + self.config.retry_period).min(stop_at);
+            tokio::time::sleep_until(next).await;
+            if Instant::now() >= stop_at {
+                return LeadershipLost::RenewDeadline(deadline);
+            }
+            match tokio::time::timeout_at(stop_at, self.round()).await {
+                Ok(Ok(Round::Holding)) => {}
                 Ok(Ok(Round::HeldBy(holder))) => return LeadershipLost::TakenBy(holder),
                 Ok(Err(err)) => tracing::warn!(error = %err, "renewing the lease"),
                 Err(_) => return LeadershipLost::RenewDeadline(deadline),
             }
         }
+    }
+
+    /// When this leader must have stopped writing: the renew deadline after
+    /// the start of its last successful acquire or renewal. `None` before the
+    /// first one. Nothing renews the lease during a graceful shutdown, so the
+    /// write fence must close by then too.
+    pub fn renew_deadline(&self) -> Option<Instant> {
+        self.renewed_at.map(|at| at + self.config.renew_deadline)
     }
 
     /// Gives the lease up if this candidate holds it, so a standby takes over
@@ -243,6 +280,15 @@ impl LeaderElector {
 
     /// One client-go `tryAcquireOrRenew`.
     async fn round(&mut self) -> Result<Round, LeaderError> {
+        let started = Instant::now();
+        let round = self.try_round().await;
+        if let Ok(Round::Holding) = round {
+            self.renewed_at = Some(started);
+        }
+        round
+    }
+
+    async fn try_round(&mut self) -> Result<Round, LeaderError> {
         let now = MicroTime(Timestamp::now());
         let Some(mut lease) = self.get().await? else {
             return self.create(now).await;

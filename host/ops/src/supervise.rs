@@ -58,10 +58,26 @@ impl Supervision {
         Running(Some(host))
     }
 
-    async fn stop(&self, host: Running) {
+    async fn stop(&self, host: Running, grace: Duration) {
         self.health.set_stopping();
-        tracing::info!(grace = ?self.shutdown_grace, "shutting down: finishing reconciles in flight");
-        host.shutdown(self.shutdown_grace).await;
+        tracing::info!(?grace, "shutting down: finishing reconciles in flight");
+        host.shutdown(grace).await;
+    }
+
+    /// The grace a leader gets at shutdown: the configured one, cut to what
+    /// is left until its renew deadline. Nothing renews the lease while
+    /// reconciles finish, and the host revokes its write fence when the grace
+    /// runs out, so no write leaves after the lease may have expired for a
+    /// standby.
+    pub fn leader_grace(&self, elector: &LeaderElector) -> Duration {
+        let left = elector.renew_deadline().map_or(Duration::ZERO, |deadline| {
+            deadline.saturating_duration_since(tokio::time::Instant::now())
+        });
+        if left < self.shutdown_grace {
+            tracing::info!(grace = ?self.shutdown_grace, ?left,
+                "shutdown grace cut to the time left until the lease's renew deadline");
+        }
+        self.shutdown_grace.min(left)
     }
 
     /// Runs the controllers until `shutdown` resolves (single replica, or
@@ -69,15 +85,15 @@ impl Supervision {
     pub async fn run(&self, start: impl Fn() -> Host, shutdown: impl Future<Output = ()>) {
         let host = self.start(&start);
         shutdown.await;
-        self.stop(host).await;
+        self.stop(host, self.shutdown_grace).await;
     }
 
     /// Campaigns for the lease; while it holds the lease, runs the controllers
     /// from `start` (a fresh host per term). Losing the lease revokes the host's
     /// fence at once (no write leaves after the loss is known; reconciles in
     /// flight are cancelled, not detached) and the replica campaigns again as a
-    /// standby. On `shutdown` the
-    /// controllers stop within the grace and the lease is released.
+    /// standby. On `shutdown` the controllers stop within the grace, cut to
+    /// the renew deadline ([`Self::leader_grace`]), and the lease is released.
     pub async fn run_elected(
         &self,
         mut elector: LeaderElector,
@@ -108,7 +124,8 @@ impl Supervision {
                     host.shutdown(Duration::ZERO).await;
                 }
                 _ = &mut shutdown => {
-                    self.stop(host).await;
+                    let grace = self.leader_grace(&elector);
+                    self.stop(host, grace).await;
                     if let Err(err) = elector.release().await {
                         tracing::warn!(error = %err, "could not release the lease; the standby takes over when it expires");
                     }

@@ -39,4 +39,5 @@ pub use guest::GuestPre;
 pub use id::GuestId;
 pub use limits::{EPOCH_TICK, Limits};
 pub use load::{GuestLoader, LoadError};
+pub use state::{GUEST_LOG_BYTES, RESOURCE_TABLE_ENTRIES};
 pub use world::{JsonDecisionError, World};

@@ -1,5 +1,6 @@
 //! The data of one decision's `Store`: a WASI context that grants nothing and
-//! is deterministic, the memory limiter, and the guest's identity for its logs.
+//! is deterministic, the memory limiter, and the guest's identity and byte
+//! budget for its logs.
 
 use std::time::Duration;
 
@@ -15,6 +16,14 @@ use crate::id::GuestId;
 use crate::limits::MemoryLimiter;
 use crate::wasi_io::{MONOTONIC_NOW, MONOTONIC_RESOLUTION};
 
+/// Bytes of guest log text one decision may have printed (see
+/// docs/src/security.md, "Byte budget"); the rest is dropped with one notice.
+pub const GUEST_LOG_BYTES: usize = 16 * 1024;
+
+/// Entries of the WASI resource table (streams, pollables) a decision may hold
+/// at once; wasmtime's default is a million.
+pub const RESOURCE_TABLE_ENTRIES: usize = 256;
+
 /// How much of a guest's stderr (a panic message, typically) is kept for errors.
 const STDERR_CAPACITY: usize = 4096;
 
@@ -27,6 +36,8 @@ pub(crate) struct DecisionState {
     stderr: MemoryOutputPipe,
     pub(crate) limiter: MemoryLimiter,
     guest: GuestId,
+    /// Guest log bytes this decision may still print.
+    log_budget: usize,
 }
 
 impl DecisionState {
@@ -44,12 +55,15 @@ impl DecisionState {
                 RANDOM_SEED[..16].try_into().expect("16 bytes"),
             ))
             .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(RESOURCE_TABLE_ENTRIES);
         Self {
             wasi,
-            table: ResourceTable::new(),
+            table,
             stderr,
             limiter: MemoryLimiter::new(memory_cap),
             guest,
+            log_budget: GUEST_LOG_BYTES,
         }
     }
 
@@ -76,8 +90,23 @@ impl WasiView for DecisionState {
 }
 
 impl log::Host for DecisionState {
+    /// Prints within the decision's [`GUEST_LOG_BYTES`]: a line past it is cut,
+    /// and once it is spent one notice says so and the rest is dropped unread.
     fn log(&mut self, level: log::Level, message: String) {
         let guest = &self.guest;
+        if self.log_budget == 0 {
+            return;
+        }
+        let message = if message.len() < self.log_budget {
+            self.log_budget -= message.len();
+            message
+        } else {
+            let end = message.floor_char_boundary(self.log_budget);
+            self.log_budget = 0;
+            tracing::warn!(target: "rekon::guest", %guest, budget = GUEST_LOG_BYTES,
+                "guest log budget of this decision spent: later lines are dropped");
+            message[..end].to_string()
+        };
         match level {
             log::Level::Debug => tracing::debug!(target: "rekon::guest", %guest, "{message}"),
             log::Level::Info => tracing::info!(target: "rekon::guest", %guest, "{message}"),
@@ -153,5 +182,48 @@ mod tests {
         assert!(out.contains("rekon::guest"), "{out}");
         assert!(out.contains("guest=pvc@sha256:ba7816bf8f01"), "{out}");
         assert!(out.contains("cache looks stale"), "{out}");
+    }
+
+    #[test]
+    fn guest_logs_stop_at_the_decision_byte_budget() {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer({
+                let captured = captured.clone();
+                move || captured.clone()
+            })
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        let guest = GuestId::of("pvc", b"abc");
+        tracing::subscriber::with_default(subscriber, || {
+            let mut state = DecisionState::new(guest, 1 << 20);
+            for _ in 0..100 {
+                state.log(log::Level::Info, "x".repeat(4096));
+            }
+            state.log(log::Level::Warn, "one more".into());
+        });
+        let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let guest_bytes = out.matches('x').count();
+        assert!(
+            guest_bytes <= GUEST_LOG_BYTES,
+            "{guest_bytes} bytes of guest text logged"
+        );
+        assert!(guest_bytes >= GUEST_LOG_BYTES / 2, "{guest_bytes}");
+        assert!(!out.contains("one more"), "logged past the budget");
+        assert_eq!(out.matches("log budget").count(), 1, "{out}");
+    }
+
+    #[test]
+    fn the_wasi_resource_table_is_small() {
+        let mut state = DecisionState::new(GuestId::of("pvc", b"abc"), 1 << 20);
+        let table = state.ctx().table;
+        for _ in 0..RESOURCE_TABLE_ENTRIES {
+            table.push(()).expect("within the limit");
+        }
+        assert!(
+            table.push(()).is_err(),
+            "pushed past {RESOURCE_TABLE_ENTRIES}"
+        );
     }
 }

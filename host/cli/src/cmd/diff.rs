@@ -57,7 +57,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let engine = Engine::new(EngineConfig::default()).context("starting the wasm engine")?;
     let old = engine.loader().file(&args.old)?;
     let new = engine.loader().world(old.world()).file(&args.new)?;
-    let tally = Arc::new(ShadowTally::new(usize::MAX));
+    // A finite run: every difference is kept (each one bounded).
+    let tally = Arc::new(ShadowTally::new(usize::MAX).retaining_bytes(usize::MAX));
     let deciders = match args.guests.as_deref() {
         Some(dir) => crate::guests::load_deciders(Some(dir)).await?,
         None => Deciders::new(),

@@ -191,6 +191,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             retry_period: seconds("retry-period-seconds", args.retry_period_seconds)?,
             ..ElectionConfig::new(&args.lease_name, &args.lease_namespace, default_identity())
         };
+        config.check_shutdown_grace(supervision.shutdown_grace)?;
         tracing::info!(lease = %args.lease_name, namespace = %args.lease_namespace, identity = %config.identity,
             "leader election on");
         Some(LeaderElector::new(client.clone(), config)?)

@@ -126,6 +126,22 @@ pub fn plan<'a>(
                         format!("conflict names {:?}, not {name}", conflict.claim_name),
                     );
                 }
+                // Upstream reports a conflict only for an existing PVC the pod
+                // does not control (§2 step 2); anything else would publish
+                // guest text as a Warning Event about nothing.
+                let Some(existing) = &volume.existing else {
+                    return reject(index, format!("a conflict, but no PVC {name} exists"));
+                };
+                if existing
+                    .controller
+                    .as_ref()
+                    .is_some_and(|c| c.uid == pod.uid)
+                {
+                    return reject(
+                        index,
+                        format!("a conflict, but the pod controls PVC {name}"),
+                    );
+                }
                 plan.conflict = Some(conflict.clone());
             }
         }
@@ -136,7 +152,7 @@ pub fn plan<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rekon_guest::ephemeral::{ClaimTemplate, EphemeralPod, ExistingClaim};
+    use rekon_guest::ephemeral::{ClaimTemplate, ControllerRef, EphemeralPod, ExistingClaim};
 
     fn input(deleting: bool, existing: Option<&str>) -> VolumeInput {
         let volume = |name: &str, existing: Option<ExistingClaim>| EphemeralVolume {
@@ -212,8 +228,10 @@ mod tests {
         );
         assert!(rejection(&fresh, &[create("a"), create("a")]).contains("twice"));
         assert!(rejection(&fresh, &[conflict("a", "web-x")]).contains("web-x"));
+        let foreign = input(false, Some("other"));
         assert!(
-            rejection(&fresh, &[conflict("a", "web-a"), create("b")]).contains("after a conflict")
+            rejection(&foreign, &[conflict("b", "web-b"), create("a")])
+                .contains("after a conflict")
         );
         let exists = input(false, Some("pu"));
         assert!(rejection(&exists, &[create("b")]).contains("already exists"));
@@ -222,6 +240,23 @@ mod tests {
         let many = vec![create("a"); 4];
         assert!(rejection(&fresh, &many).contains("4 actions for 2 volumes"));
         assert_eq!(plan(&deleting, &[]).unwrap().creates.len(), 0);
+    }
+
+    #[test]
+    fn a_conflict_needs_an_existing_pvc_the_pod_does_not_control() {
+        let fresh = input(false, None);
+        let why = rejection(&fresh, &[conflict("b", "web-b")]);
+        assert!(why.contains("no PVC web-b exists"), "{why}");
+        let mut owned = input(false, Some("pvc-uid"));
+        owned.volumes[1].existing.as_mut().unwrap().controller = Some(ControllerRef {
+            kind: "Pod".into(),
+            name: "web".into(),
+            uid: "pu".into(),
+        });
+        let why = rejection(&owned, &[conflict("b", "web-b")]);
+        assert!(why.contains("the pod controls"), "{why}");
+        let foreign = input(false, Some("pvc-uid"));
+        assert!(plan(&foreign, &[conflict("b", "web-b")]).is_ok());
     }
 
     #[test]

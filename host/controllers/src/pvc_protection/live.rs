@@ -67,6 +67,14 @@ struct Status {
 }
 
 impl LivePod {
+    /// [`LivePod::project`], filed in `namespace`: every item of a namespaced
+    /// LIST belongs to the listed namespace, whatever (or whether) its
+    /// metadata says; an item without one must still block the PVCs it uses.
+    pub fn project_in(mut self, namespace: &str) -> model::Pod {
+        namespace.clone_into(&mut self.metadata.namespace);
+        self.project()
+    }
+
     /// The guest's pod, as [`rekon_contract::project::project_pod`] makes it
     /// minus labels, annotations and resource claims (no pvc decision reads them).
     pub fn project(self) -> model::Pod {
@@ -147,7 +155,10 @@ async fn list_pages(client: &Client, namespace: &str) -> Result<PodsByPvc, kube:
             .list(&params)
             .map_err(kube::Error::BuildRequest)?;
         let page: ObjectList<LivePod> = client.request(request).await?;
-        index(&mut by_pvc, page.items.into_iter().map(LivePod::project));
+        index(
+            &mut by_pvc,
+            page.items.into_iter().map(|pod| pod.project_in(namespace)),
+        );
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => return Ok(by_pvc),
@@ -224,6 +235,42 @@ mod tests {
         assert_eq!(by_pvc.len(), 2, "{by_pvc:?}");
         assert_eq!(by_pvc["ns/claim"], vec![pod.clone()]);
         assert_eq!(by_pvc["ns/web-scratch"], vec![pod]);
+    }
+
+    /// A client whose every request is answered with `body` (status 200).
+    fn answering(body: serde_json::Value) -> Client {
+        struct Canned(Vec<u8>);
+        impl tower::Service<http::Request<kube::client::Body>> for Canned {
+            type Response = http::Response<kube::client::Body>;
+            type Error = std::convert::Infallible;
+            type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+            fn poll_ready(
+                &mut self,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Result<(), Self::Error>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+            fn call(&mut self, _: http::Request<kube::client::Body>) -> Self::Future {
+                std::future::ready(Ok(http::Response::new(self.0.clone().into())))
+            }
+        }
+        Client::new(Canned(body.to_string().into_bytes()), "default")
+    }
+
+    #[tokio::test]
+    async fn items_without_a_namespace_belong_to_the_listed_namespace() {
+        let mut item = pod_json();
+        item["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("namespace");
+        let client = answering(json!({
+            "apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [item]
+        }));
+        let by_pvc = list(&client, "ns").await.unwrap();
+        assert_eq!(by_pvc["ns/claim"][0].meta.name, "web", "{by_pvc:?}");
+        assert_eq!(by_pvc["ns/claim"][0].meta.namespace, "ns");
+        assert!(!by_pvc.contains_key("/claim"), "{by_pvc:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

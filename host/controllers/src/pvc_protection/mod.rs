@@ -101,6 +101,15 @@ impl PvcProtection {
         };
         let mut decision = self.decide(&decider, &key_text, &input).await?;
         if decision == PvcDecision::NeedLivePods {
+            // Upstream lists live pods only to release a deleting PVC (§1.5);
+            // a guest must not make the host LIST a namespace for anything else.
+            if !pvc.meta.is_deleting() {
+                return Err(ReconcileError::Protocol {
+                    guest: guest.name,
+                    message: "asked for the live pod list for a PVC that is not being deleted"
+                        .into(),
+                });
+            }
             let live = self
                 .live
                 .list(&self.ctx, &key_text, &key.namespace, cached.observed)

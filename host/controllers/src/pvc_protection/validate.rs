@@ -6,7 +6,7 @@
 use rekon_guest::model::{Pod, PvcAction, PvcInput, VolumeSource};
 use rekon_machinery::enqueue::pvc_protection::{FINALIZER, ephemeral_claim_name};
 
-use crate::validate::{MAX_NAME, Rejected, bounded, check_count, shown};
+use crate::validate::{MAX_NAME, Rejected, bounded, check_count, shown, versioned};
 
 /// Upstream makes one write per PVC key.
 pub const MAX_ACTIONS: usize = 1;
@@ -60,6 +60,7 @@ fn check(input: &PvcInput, action: &PvcAction) -> Result<Option<FinalizerWrite>,
             pvc.meta.resource_version
         ));
     }
+    versioned("the PVC", &pvc.meta.resource_version)?;
     let mut finalizers = pvc.meta.finalizers.clone();
     match action {
         PvcAction::AddFinalizer(_) => {
@@ -318,6 +319,20 @@ pub(crate) mod tests {
         let err = plan(KEY, &i, &two).unwrap_err();
         assert_eq!(err.action, None);
         assert!(err.reason.contains("at most 1"), "{err}");
+    }
+
+    #[test]
+    fn a_pvc_seen_without_a_resource_version_is_never_written() {
+        let mut p = pvc(true, &[FINALIZER]);
+        p.meta.resource_version.clear();
+        let i = input(p, Some(vec![]));
+        let msg = rejected(plan(KEY, &i, &[RemoveFinalizer(target(&i))]));
+        assert!(msg.contains("empty resourceVersion"), "{msg}");
+        let mut p = pvc(false, &[]);
+        p.meta.resource_version.clear();
+        let i = input(p, None);
+        let msg = rejected(plan(KEY, &i, &[AddFinalizer(target(&i))]));
+        assert!(msg.contains("empty resourceVersion"), "{msg}");
     }
 
     #[test]

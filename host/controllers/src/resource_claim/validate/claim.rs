@@ -9,7 +9,7 @@ use rekon_guest::model::{
 
 use super::{bounded_consumer, bounded_target};
 use crate::resource_claim::DELETE_PROTECTION_FINALIZER;
-use crate::validate::{MAX_NAME, Rejected, bounded, check_count, shown};
+use crate::validate::{MAX_NAME, Rejected, bounded, check_count, shown, versioned};
 
 /// A status update, a finalizer removal, a delete: upstream's most for one claim.
 pub const MAX_ACTIONS: usize = 3;
@@ -222,6 +222,7 @@ impl State {
 }
 
 fn check_target(claim: &ResourceClaim, target: &Target) -> Result<(), String> {
+    versioned("the claim", &claim.meta.resource_version)?;
     if *target != claim.meta.target() {
         return Err(format!(
             "targets claim {} (uid {}) at resourceVersion {}, not the key's claim at the version seen",

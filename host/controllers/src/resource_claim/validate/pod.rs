@@ -22,7 +22,13 @@ use serde_json::Value;
 
 use super::{bounded_consumer, bounded_target};
 use crate::resource_claim::ANNOTATION_POD_CLAIM_NAME;
-use crate::validate::{MAX_KEY, MAX_NAME, MAX_VALUE, Rejected, bounded, check_count, shown};
+use crate::validate::{
+    MAX_KEY, MAX_NAME, MAX_VALUE, Rejected, bounded, check_count, shown, versioned,
+};
+
+/// Upstream `ResourceClaimReservedForMaxSize`: the API server refuses a claim
+/// whose `status.reservedFor` has more entries, so no reservation grows past it.
+pub const RESERVED_FOR_MAX_SIZE: usize = 256;
 
 /// One write of a pod decision, in decision order.
 #[derive(Debug, Clone, PartialEq)]
@@ -218,6 +224,7 @@ impl<'a> Planner<'a> {
         if pod.meta.is_deleting() {
             return Err("a deleting pod's status is not written".into());
         }
+        versioned("the pod", &pod.meta.resource_version)?;
         let mut names = HashSet::new();
         for entry in &statuses.statuses {
             bounded("status entry name", &entry.name, MAX_NAME)?;
@@ -264,14 +271,16 @@ impl<'a> Planner<'a> {
                 let unchanged = recorded == Some(Some(name.as_str()));
                 let direct =
                     pod_claim.is_some_and(|pc| pc.resource_claim_name.as_ref() == Some(name));
-                let generated = pod_claim
-                    .is_some_and(|pc| pc.resource_claim_template_name.is_some())
-                    && self.owned(name).is_some();
-                if !(unchanged || direct || generated) {
-                    return Err(format!(
-                        "claim {} is neither the pod claim's own reference nor a claim the pod controls",
-                        shown(name)
-                    ));
+                if !(unchanged || direct) {
+                    match pod_claim.filter(|pc| pc.resource_claim_template_name.is_some()) {
+                        Some(pc) => self.adoptable(pc, recorded, name)?,
+                        None => {
+                            return Err(format!(
+                                "claim {} is neither the pod claim's own reference nor a claim the pod controls",
+                                shown(name)
+                            ));
+                        }
+                    }
                 }
             }
             StatusClaim::Created => {
@@ -291,6 +300,43 @@ impl<'a> Planner<'a> {
             return Err("the pod has no such pod claim".into());
         }
         Ok(())
+    }
+
+    /// Whether the template pod claim `pc`, recorded as `recorded`, may be
+    /// pointed at the claim `name` (§3.5 step 1, §3.6): never away from a
+    /// recorded claim the pod controls, and only to a claim the pod controls
+    /// whose `pod-claim-name` annotation names `pc`.
+    fn adoptable(
+        &self,
+        pc: &PodResourceClaim,
+        recorded: Option<Option<&str>>,
+        name: &str,
+    ) -> Result<(), String> {
+        if let Some(Some(old)) = recorded
+            && self.owned(old).is_some()
+        {
+            return Err(format!(
+                "the pod claim is recorded with claim {old:?}, which the pod controls: a recorded claim is never changed"
+            ));
+        }
+        let Some(claim) = self.owned(name) else {
+            return Err(format!(
+                "claim {} is neither the pod claim's own reference nor a claim the pod controls",
+                shown(name)
+            ));
+        };
+        match claim.meta.annotation(ANNOTATION_POD_CLAIM_NAME) {
+            Some(generated_for) if generated_for == pc.name => Ok(()),
+            Some(generated_for) => Err(format!(
+                "claim {} was generated for pod claim {}",
+                shown(name),
+                shown(generated_for)
+            )),
+            None => Err(format!(
+                "claim {} is not annotated {ANNOTATION_POD_CLAIM_NAME}: an unannotated claim is never adopted",
+                shown(name)
+            )),
+        }
     }
 
     fn reserve(&mut self, add: &ReservationAdd) -> Result<PodWrite, String> {
@@ -314,17 +360,30 @@ impl<'a> Planner<'a> {
         else {
             return Err("the claim is not in the input".into());
         };
+        if claim.meta.namespace != pod.meta.namespace {
+            return Err(format!(
+                "the claim is in namespace {}, not the pod's",
+                shown(&claim.meta.namespace)
+            ));
+        }
         if add.claim != claim.meta.target() {
             return Err("targets the claim at another version than seen".into());
         }
         if !self.references(&claim.meta.name, pod.controls(&claim.meta)) {
             return Err("the pod does not reference this claim".into());
         }
+        versioned("the claim", &claim.meta.resource_version)?;
         if !claim.allocated {
             return Err("the claim is not allocated".into());
         }
         if claim.reserved_for.iter().any(|c| c.uid == pod.meta.uid) {
             return Err("the claim is already reserved for the pod".into());
+        }
+        if claim.reserved_for.len() >= RESERVED_FOR_MAX_SIZE {
+            return Err(format!(
+                "reservedFor has {} entries already, at most {RESERVED_FOR_MAX_SIZE} allowed",
+                claim.reserved_for.len()
+            ));
         }
         if !self.reserved.insert(claim.meta.name.clone()) {
             return Err("a second reservation of the same claim".into());

@@ -345,3 +345,15 @@ fn oversized_consumers_are_rejected() {
     });
     assert!(reason(&i, &[forged], 0).contains("consumer name is"));
 }
+
+// ---- issue 18: never unconditional ----
+
+#[test]
+fn a_claim_seen_without_a_resource_version_is_never_written() {
+    let mut i = input(vec![running("keep"), gone("a")]);
+    i.claim.meta.resource_version.clear();
+    let r = reason(&i, &[update(&i, &["keep"], false)], 0);
+    assert!(r.contains("empty resourceVersion"), "{r}");
+    let r = reason(&i, &[remove_finalizer(&i)], 0);
+    assert!(r.contains("empty resourceVersion"), "{r}");
+}

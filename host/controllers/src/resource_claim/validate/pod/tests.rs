@@ -609,3 +609,116 @@ fn oversized_strings_are_rejected_before_they_are_compared() {
     new.labels.push(("k".repeat(MAX_KEY + 1), "v".into()));
     assert!(reason(&i, &[PodAction::CreateClaim(new)], 0).contains("key is"));
 }
+
+// ---- issue 18: which generated claim a pod claim points to ----
+
+/// Pod `web` with owned claims `web-gpu-aaaaa` (generated for `gpu`) and
+/// `web-fpga-bbbbb` (generated for `fpga`), not yet recorded.
+fn with_orphans() -> PodInput {
+    let mut i = input();
+    i.owned_claims = vec![
+        owned_claim(&i, "web-gpu-aaaaa", "gpu"),
+        owned_claim(&i, "web-fpga-bbbbb", "fpga"),
+    ];
+    i
+}
+
+#[test]
+fn a_guest_cannot_swap_generated_claims_between_pod_claims() {
+    let i = with_orphans();
+    let swap = statuses(
+        &i,
+        &[
+            ("gpu", existing("web-fpga-bbbbb")),
+            ("fpga", existing("web-gpu-aaaaa")),
+        ],
+    );
+    let r = reason(&i, &[swap], 0);
+    assert!(r.contains("generated for pod claim \"fpga\""), "{r}");
+}
+
+#[test]
+fn an_unannotated_claim_the_pod_controls_is_never_adopted() {
+    let mut i = with_orphans();
+    i.owned_claims[0].meta.annotations.clear();
+    let adopt = statuses(
+        &i,
+        &[
+            ("gpu", existing("web-gpu-aaaaa")),
+            ("fpga", existing("web-fpga-bbbbb")),
+        ],
+    );
+    let r = reason(&i, &[adopt], 0);
+    assert!(r.contains("not annotated"), "{r}");
+}
+
+#[test]
+fn a_recorded_claim_the_pod_controls_is_never_changed() {
+    let mut i = with_orphans();
+    i.pod.resource_claim_statuses = vec![PodResourceClaimStatus {
+        name: "gpu".into(),
+        resource_claim_name: Some("web-gpu-aaaaa".into()),
+    }];
+    // A second claim generated for the same pod claim (a lost status write).
+    i.owned_claims.push(owned_claim(&i, "web-gpu-ccccc", "gpu"));
+    let keep = statuses(
+        &i,
+        &[
+            ("gpu", existing("web-gpu-aaaaa")),
+            ("fpga", existing("web-fpga-bbbbb")),
+        ],
+    );
+    assert!(plan_pod(KEY, &i, &[keep]).is_ok());
+    let repoint = statuses(
+        &i,
+        &[
+            ("gpu", existing("web-gpu-ccccc")),
+            ("fpga", existing("web-fpga-bbbbb")),
+        ],
+    );
+    let r = reason(&i, &[repoint], 0);
+    assert!(r.contains("never changed"), "{r}");
+}
+
+#[test]
+fn a_claim_of_another_namespace_is_never_reserved() {
+    let mut i = scheduled();
+    // Same name as the direct reference, same owner uid, another namespace:
+    // what a uid-only owner index can hand over.
+    i.claims[0].meta.namespace = "elsewhere".into();
+    let r = reason(&i, &[reserve(&i, "shared")], 0);
+    assert!(r.contains("namespace"), "{r}");
+    let mut owned = scheduled();
+    owned.claims[1].meta.namespace = "elsewhere".into();
+    let r = reason(&owned, &[reserve(&owned, "g")], 0);
+    assert!(r.contains("namespace"), "{r}");
+}
+
+#[test]
+fn reserved_for_never_grows_past_its_upstream_maximum() {
+    let mut i = scheduled();
+    i.claims[0].reserved_for = (0..RESERVED_FOR_MAX_SIZE)
+        .map(|n| ConsumerReference {
+            resource: "pods".into(),
+            name: format!("p{n}"),
+            uid: format!("uid-p{n}"),
+            ..Default::default()
+        })
+        .collect();
+    let r = reason(&i, &[reserve(&i, "shared")], 0);
+    assert!(r.contains("256"), "{r}");
+    i.claims[0].reserved_for.pop();
+    assert!(plan_pod(KEY, &i, &[reserve(&i, "shared")]).is_ok());
+}
+
+#[test]
+fn a_pod_or_claim_seen_without_a_resource_version_is_never_written() {
+    let mut i = input();
+    i.pod.meta.resource_version.clear();
+    let r = reason(&i, &create_both(&i), 2);
+    assert!(r.contains("empty resourceVersion"), "{r}");
+    let mut s = scheduled();
+    s.claims[0].meta.resource_version.clear();
+    let r = reason(&s, &[reserve(&s, "shared")], 0);
+    assert!(r.contains("empty resourceVersion"), "{r}");
+}
