@@ -20,18 +20,30 @@ pub use definition::ServedVersion;
 #[derive(Debug, Default)]
 pub struct CustomResources {
     versions: Vec<ServedVersion>,
+    /// A stored CRD is being deleted (even one that serves no version).
+    terminating: bool,
 }
 
 impl CustomResources {
     /// From every stored CRD, in name order.
     pub fn from_stored<'a>(crds: impl Iterator<Item = &'a Value>) -> Self {
+        let crds: Vec<&Value> = crds.collect();
         CustomResources {
-            versions: crds.flat_map(definition::served_versions).collect(),
+            terminating: crds.iter().any(|crd| crate::meta::is_deleting(crd)),
+            versions: crds
+                .into_iter()
+                .flat_map(definition::served_versions)
+                .collect(),
         }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &ServedVersion> {
         self.versions.iter()
+    }
+
+    /// Whether a CRD is being deleted.
+    pub fn any_terminating(&self) -> bool {
+        self.terminating
     }
 
     pub fn get(&self, resource: ResourceId) -> Option<&ServedVersion> {

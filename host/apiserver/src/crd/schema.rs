@@ -322,10 +322,13 @@ fn validate_object(
     if let Some(max) = schema.max_properties
         && count > max
     {
-        causes.push(Cause::new(
-            "FieldValueTooMany",
-            format!("Too many: {count}: must have at most {max} items"),
-            Some(shown(path)),
+        causes.push(invalid(
+            path,
+            &Value::from(count),
+            format!(
+                "{} in body should have at most {max} properties",
+                shown(path)
+            ),
         ));
     }
     // go-openapi: the required list in its order (above), then properties by name.
@@ -356,10 +359,10 @@ fn validate_array(schema: &JSONSchemaProps, items: &[Value], path: &str, causes:
     if let Some(max) = schema.max_items
         && count > max
     {
-        causes.push(Cause::new(
-            "FieldValueTooMany",
-            format!("Too many: {count}: must have at most {max} items"),
-            Some(shown(path)),
+        causes.push(invalid(
+            path,
+            &Value::from(count),
+            format!("{} in body should have at most {max} items", shown(path)),
         ));
     }
     if let Some(item) = item_schema(schema) {
@@ -376,37 +379,26 @@ fn validate_string(
     path: &str,
     causes: &mut Vec<Cause>,
 ) {
+    // go-openapi's string validator reports the first failure only, in this order.
     let length = text.chars().count() as i64;
-    if let Some(max) = schema.max_length
-        && length > max
+    let detail = if let Some(max) = schema.max_length.filter(|max| length > *max) {
+        format!("should be at most {max} chars long")
+    } else if let Some(min) = schema.min_length.filter(|min| length < *min) {
+        format!("should be at least {min} chars long")
+    } else if let Some(pattern) = schema
+        .pattern
+        .as_ref()
+        .filter(|p| regex::Regex::new(p).is_ok_and(|re| !re.is_match(text)))
     {
-        causes.push(Cause::new(
-            "FieldValueTooLong",
-            format!("Too long: may not be longer than {max}"),
-            Some(shown(path)),
-        ));
-    }
-    if let Some(min) = schema.min_length
-        && length < min
-    {
-        causes.push(invalid(
-            path,
-            value,
-            format!(
-                "{} in body should be at least {min} chars long",
-                shown(path)
-            ),
-        ));
-    }
-    if let Some(pattern) = &schema.pattern
-        && regex::Regex::new(pattern).is_ok_and(|re| !re.is_match(text))
-    {
-        causes.push(invalid(
-            path,
-            value,
-            format!("{} in body should match '{pattern}'", shown(path)),
-        ));
-    }
+        format!("should match '{pattern}'")
+    } else {
+        return;
+    };
+    causes.push(invalid(
+        path,
+        value,
+        format!("{} in body {detail}", shown(path)),
+    ));
 }
 
 fn validate_number(
@@ -549,9 +541,9 @@ mod tests {
             "Invalid value: 0: spec.deadlineMs in body should be greater than or equal to 1",
         );
         expect(
-            "FieldValueTooMany",
+            "FieldValueInvalid",
             "spec.tags",
-            "Too many: 3: must have at most 2 items",
+            "Invalid value: 3: spec.tags in body should have at most 2 items",
         );
         expect(
             "FieldValueInvalid",

@@ -40,6 +40,19 @@ pub fn update(
     let current = objs
         .get(&key)
         .ok_or_else(|| ApiError::not_found(info, &target.name))?;
+    // Custom resources allow no unconditional update (upstream's CR strategy).
+    if info.custom && meta::resource_version(&body).is_none_or(str::is_empty) {
+        return Err(ApiError::invalid_kind(
+            info.plural,
+            info.group,
+            &target.name,
+            vec![Cause::new(
+                "FieldValueInvalid",
+                "Invalid value: 0x0: must be specified for an update",
+                Some("metadata.resourceVersion"),
+            )],
+        ));
+    }
     if let Some(rv) = meta::resource_version(&body)
         && Some(rv) != meta::resource_version(&current)
     {
