@@ -322,6 +322,15 @@ impl ApiError {
         )
     }
 
+    /// A strategic merge patch of a custom resource (upstream offers it for built-in kinds only).
+    pub fn unsupported_patch_for_custom_resources() -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        )
+    }
+
     /// A body in a media type (or of a protobuf kind) this server does not decode.
     pub fn unsupported_body(content_type: &str, why: &str) -> Self {
         Self::new(

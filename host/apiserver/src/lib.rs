@@ -13,6 +13,7 @@
 
 pub mod cluster;
 pub mod conversion;
+pub mod crd;
 pub mod errors;
 pub mod faults;
 pub mod http;
@@ -182,6 +183,10 @@ impl ApiServer {
             too_large_wait: config.too_large_wait,
         });
         let mut tasks = cluster::spawn(&store, config.garbage_collector, config.kubelet, &shutdown);
+        tasks.push(tokio::spawn(crd::cleanup::run(
+            store.clone(),
+            shutdown.clone(),
+        )));
         if let Some(interval) = faults.compaction_interval() {
             tasks.push(tokio::spawn(compact_periodically(
                 store.clone(),

@@ -3,7 +3,11 @@
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use std::sync::{LazyLock, RwLock};
+
 use k8s_openapi::api::{coordination, core, events, resource};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// Turns a request body into the stored form by a round trip through the k8s-openapi type:
 /// a body of the wrong shape is rejected with the path of the bad field, and fields the type
@@ -20,6 +24,17 @@ fn normalize<K: DeserializeOwned + Serialize>(value: Value) -> Result<Value, Str
         }
     })?;
     serde_json::to_value(typed).map_err(|err| err.to_string())
+}
+
+/// Custom resources carry any fields; only `metadata` has a fixed type. Their schema is the
+/// CRD's, applied by `crd::admission` where the store is at hand.
+fn normalize_custom(mut value: Value) -> Result<Value, String> {
+    if let Some(metadata) = value.get_mut("metadata") {
+        let typed: ObjectMeta = serde_path_to_error::deserialize(metadata.take())
+            .map_err(|err| format!("metadata.{}: {}", err.path(), err.inner()))?;
+        *metadata = serde_json::to_value(typed).map_err(|err| err.to_string())?;
+    }
+    Ok(value)
 }
 
 /// How the registry treats one resource.
@@ -50,6 +65,9 @@ pub struct ResourceInfo {
     pub normalize: Normalize,
     /// Stored as the resource of the same plural in this group (see `conversion`).
     pub storage_group: Option<&'static str>,
+    /// Served from a CustomResourceDefinition (see [`custom`]): schema, printer columns and
+    /// short names live with the store that serves it.
+    pub custom: bool,
 }
 
 impl ResourceInfo {
@@ -134,6 +152,7 @@ const BASE: ResourceInfo = ResourceInfo {
     selectable_fields: &[],
     normalize: normalize::<core::v1::ConfigMap>,
     storage_group: None,
+    custom: false,
 };
 
 /// Every served resource. Generation: pods, PVCs and ConfigMaps follow v1.20 (no server-managed
@@ -234,6 +253,19 @@ static RESOURCES: &[ResourceInfo] = &[
         ..BASE
     },
     ResourceInfo {
+        group: "apiextensions.k8s.io",
+        kind: "CustomResourceDefinition",
+        plural: "customresourcedefinitions",
+        singular: "customresourcedefinition",
+        short_names: &["crd", "crds"],
+        namespaced: false,
+        has_status: true,
+        manages_generation: true,
+        returns_deleted_object: true,
+        normalize: normalize::<apiextensions::v1::CustomResourceDefinition>,
+        ..BASE
+    },
+    ResourceInfo {
         group: "resource.k8s.io",
         kind: "DeviceClass",
         plural: "deviceclasses",
@@ -246,13 +278,16 @@ static RESOURCES: &[ResourceInfo] = &[
     },
 ];
 
-/// Index of a served resource in the table.
+/// Index of a served resource: in the built-in table, or past its end in [`custom`]'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceId(usize);
 
 impl ResourceId {
     /// The resource whose storage this one shares (itself for most).
     pub fn storage(self) -> ResourceId {
+        if let Some(entry) = custom::entry(self) {
+            return entry.storage;
+        }
         let info = self.info();
         info.storage_group
             .and_then(|group| by_plural(group, info.plural))
@@ -260,10 +295,102 @@ impl ResourceId {
     }
 
     pub fn info(self) -> &'static ResourceInfo {
-        &RESOURCES[self.0]
+        match RESOURCES.get(self.0) {
+            Some(info) => info,
+            None => {
+                custom::entry(self)
+                    .expect("resource ids come from a table")
+                    .info
+            }
+        }
     }
 }
 
+/// The resources CustomResourceDefinitions describe, interned for the whole process: one
+/// entry per (group, version, kind, plural, singular, scope, status subresource), so ids stay
+/// `Copy` and `info()` stays `&'static` however many servers run. Which of them a server
+/// serves, and with which schema, is the server's own (`crd::CustomResources`). Versions of
+/// one (group, plural, scope) share the storage of the first one interned, so a CRD that adds
+/// a version or the status subresource keeps its objects.
+pub mod custom {
+    use super::*;
+
+    /// What identifies a custom resource.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    pub struct Identity {
+        pub group: String,
+        pub version: String,
+        pub kind: String,
+        pub plural: String,
+        pub singular: String,
+        pub namespaced: bool,
+        pub has_status: bool,
+    }
+
+    pub(super) struct Entry {
+        pub(super) info: &'static ResourceInfo,
+        pub(super) storage: ResourceId,
+        identity: Identity,
+    }
+
+    static TABLE: LazyLock<RwLock<Vec<Entry>>> = LazyLock::new(|| RwLock::new(Vec::new()));
+
+    pub(super) fn entry(id: ResourceId) -> Option<EntryRef> {
+        let index = id.0.checked_sub(RESOURCES.len())?;
+        let table = TABLE.read().unwrap_or_else(|p| p.into_inner());
+        table.get(index).map(|e| EntryRef {
+            info: e.info,
+            storage: e.storage,
+        })
+    }
+
+    pub(super) struct EntryRef {
+        pub(super) info: &'static ResourceInfo,
+        pub(super) storage: ResourceId,
+    }
+
+    fn leak(text: &str) -> &'static str {
+        Box::leak(text.to_string().into_boxed_str())
+    }
+
+    /// The id of the resource `identity` names, interned on first use.
+    pub fn intern(identity: &Identity) -> ResourceId {
+        let mut table = TABLE.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(index) = table.iter().position(|e| &e.identity == identity) {
+            return ResourceId(RESOURCES.len() + index);
+        }
+        let id = ResourceId(RESOURCES.len() + table.len());
+        let storage = table
+            .iter()
+            .find(|e| {
+                e.identity.group == identity.group
+                    && e.identity.plural == identity.plural
+                    && e.identity.namespaced == identity.namespaced
+            })
+            .map_or(id, |e| e.storage);
+        let info: &'static ResourceInfo = Box::leak(Box::new(ResourceInfo {
+            group: leak(&identity.group),
+            version: leak(&identity.version),
+            kind: leak(&identity.kind),
+            plural: leak(&identity.plural),
+            singular: leak(&identity.singular),
+            namespaced: identity.namespaced,
+            has_status: identity.has_status,
+            manages_generation: true,
+            normalize: normalize_custom,
+            custom: true,
+            ..BASE
+        }));
+        table.push(Entry {
+            info,
+            storage,
+            identity: identity.clone(),
+        });
+        id
+    }
+}
+
+/// The built-in resources.
 pub fn all() -> impl Iterator<Item = ResourceId> {
     (0..RESOURCES.len()).map(ResourceId)
 }
@@ -304,6 +431,10 @@ pub fn pods() -> ResourceId {
 
 pub fn persistent_volume_claims() -> ResourceId {
     by_plural("", "persistentvolumeclaims").expect("PVCs are in the table")
+}
+
+pub fn custom_resource_definitions() -> ResourceId {
+    by_plural("apiextensions.k8s.io", "customresourcedefinitions").expect("CRDs are in the table")
 }
 
 #[cfg(test)]

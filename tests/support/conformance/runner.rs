@@ -171,13 +171,37 @@ async fn run_step(
         Err(reason) => return StepRun::Skipped(reason),
     };
     let result = match step.action() {
-        Action::Request(request) => run_request(request, expect, &step.capture, target, vars).await,
+        Action::Request(request) => match step.retry_for_seconds {
+            Some(seconds) => {
+                retry_request(request, expect, &step.capture, target, vars, seconds).await
+            }
+            None => run_request(request, expect, &step.capture, target, vars).await,
+        },
         Action::Watch(watch) => run_watch(watch, expect, target, vars, watches).await,
         Action::Collect(collect) => run_collect(collect, expect, vars, watches).await,
     };
     match result {
         Ok((outcome, failures)) => StepRun::Ran { outcome, failures },
         Err(e) => StepRun::Error(e.to_string()),
+    }
+}
+
+/// Resends until the expectations hold (the last attempt's outcome counts).
+async fn retry_request(
+    request: &Request,
+    expect: &Expect,
+    capture: &BTreeMap<String, String>,
+    target: &Target,
+    vars: &mut Vars,
+    seconds: u64,
+) -> Result<(Outcome, Vec<String>), StepError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
+    loop {
+        let (outcome, failures) = run_request(request, expect, capture, target, vars).await?;
+        if failures.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok((outcome, failures));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -197,8 +221,15 @@ async fn run_request(
         (None, None) => None,
     };
     let method = request.method.to_uppercase();
+    let accept = request.accept.as_deref().unwrap_or("application/json");
     let response = target
-        .send(&method, &uri, request.content_type.content_type(), body)
+        .send_accepting(
+            &method,
+            &uri,
+            request.content_type.content_type(),
+            accept,
+            body,
+        )
         .await?;
     let outcome = Outcome {
         code: response.code,

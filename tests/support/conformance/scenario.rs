@@ -92,6 +92,10 @@ pub struct Step {
     /// Compare the normalised `message` of both servers.
     #[serde(default)]
     pub same_message: bool,
+    /// Resend the request until the expectations hold or this many seconds passed (for
+    /// what a server does asynchronously, such as establishing a CRD).
+    #[serde(default)]
+    pub retry_for_seconds: Option<u64>,
 }
 
 impl Step {
@@ -128,6 +132,9 @@ pub struct Request {
     pub raw_body: Option<String>,
     #[serde(default)]
     pub content_type: BodyKind,
+    /// The Accept header (default `application/json`).
+    #[serde(default)]
+    pub accept: Option<String>,
 }
 
 /// How a request body is encoded (the Content-Type).
@@ -284,6 +291,9 @@ fn validate(scenario: &Scenario) -> Result<(), ScenarioError> {
                 &step.name,
                 "`v1.20` expectations need `differs: reason`",
             ));
+        }
+        if step.request.is_none() && step.retry_for_seconds.is_some() {
+            return Err(invalid(&step.name, "only requests can be retried"));
         }
         if step.request.is_none() && !step.capture.is_empty() {
             return Err(invalid(

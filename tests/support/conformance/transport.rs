@@ -120,7 +120,27 @@ impl Target {
         content_type: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Response, TransportError> {
-        let request = self.build(method, uri, content_type, body)?;
+        self.send_accepting(method, uri, content_type, "application/json", body)
+            .await
+    }
+
+    /// [`Target::send`] with an Accept header of the caller's (e.g. a Table request).
+    pub async fn send_accepting(
+        &self,
+        method: &str,
+        uri: &str,
+        content_type: &str,
+        accept: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Response, TransportError> {
+        let mut request = self.build(method, uri, content_type, body)?;
+        let accept =
+            http::HeaderValue::from_str(accept).map_err(|e| TransportError::BuildRequest {
+                method: method.to_owned(),
+                uri: uri.to_owned(),
+                source: e.into(),
+            })?;
+        request.headers_mut().insert(http::header::ACCEPT, accept);
         let exchange = async {
             let response =
                 self.client

@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::{self, ResourceId};
+use crate::crd::CustomResources;
+use crate::resources::ResourceId;
 
 const VERBS: &[&str] = &[
     "create",
@@ -41,8 +42,9 @@ pub fn core_versions(server_address: &str) -> Value {
     })
 }
 
-fn group_document(group: &str) -> Value {
-    let versions: Vec<Value> = resources::group_versions()
+fn group_document(group: &str, custom: &CustomResources) -> Value {
+    let versions: Vec<Value> = custom
+        .all_group_versions()
         .into_iter()
         .filter(|(g, _)| *g == group)
         .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
@@ -50,28 +52,31 @@ fn group_document(group: &str) -> Value {
     json!({"name": group, "versions": versions, "preferredVersion": versions[0]})
 }
 
-pub fn group_list() -> Value {
+pub fn group_list(custom: &CustomResources) -> Value {
     let mut groups: Vec<&str> = Vec::new();
-    for (group, _) in resources::group_versions() {
+    for (group, _) in custom.all_group_versions() {
         if !group.is_empty() && !groups.contains(&group) {
             groups.push(group);
         }
     }
-    let groups: Vec<Value> = groups.into_iter().map(group_document).collect();
+    let groups: Vec<Value> = groups
+        .into_iter()
+        .map(|g| group_document(g, custom))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-pub fn group(group: &str) -> Option<Value> {
-    if group.is_empty() || !resources::group_versions().iter().any(|(g, _)| *g == group) {
+pub fn group(group: &str, custom: &CustomResources) -> Option<Value> {
+    if group.is_empty() || !custom.all_group_versions().iter().any(|(g, _)| *g == group) {
         return None;
     }
-    let mut doc = group_document(group);
+    let mut doc = group_document(group, custom);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
     Some(doc)
 }
 
-fn resource_entry(id: ResourceId) -> Vec<Value> {
+fn resource_entry(id: ResourceId, custom: &CustomResources) -> Vec<Value> {
     let info = id.info();
     let mut main = json!({
         "name": info.plural,
@@ -82,6 +87,14 @@ fn resource_entry(id: ResourceId) -> Vec<Value> {
     });
     if !info.short_names.is_empty() {
         main["shortNames"] = json!(info.short_names);
+    }
+    if let Some(version) = custom.get(id) {
+        if !version.short_names.is_empty() {
+            main["shortNames"] = json!(version.short_names);
+        }
+        if !version.categories.is_empty() {
+            main["categories"] = json!(version.categories);
+        }
     }
     if matches!(
         info.kind,
@@ -103,8 +116,10 @@ fn resource_entry(id: ResourceId) -> Vec<Value> {
     entries
 }
 
-pub fn resource_list(group: &str, version: &str) -> Option<Value> {
-    let ids: Vec<ResourceId> = resources::all()
+pub fn resource_list(group: &str, version: &str, custom: &CustomResources) -> Option<Value> {
+    let ids: Vec<ResourceId> = custom
+        .all_resources()
+        .into_iter()
         .filter(|id| id.info().group == group && id.info().version == version)
         .collect();
     if ids.is_empty() {
@@ -115,7 +130,10 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     } else {
         format!("{group}/{version}")
     };
-    let entries: Vec<Value> = ids.into_iter().flat_map(resource_entry).collect();
+    let entries: Vec<Value> = ids
+        .into_iter()
+        .flat_map(|id| resource_entry(id, custom))
+        .collect();
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -130,7 +148,8 @@ mod tests {
 
     #[test]
     fn core_list_has_pods_with_short_name_and_status() {
-        let list = resource_list("", "v1").unwrap();
+        let none = CustomResources::default();
+        let list = resource_list("", "v1", &none).unwrap();
         let names: Vec<&str> = list["resources"]
             .as_array()
             .unwrap()
@@ -140,8 +159,8 @@ mod tests {
         assert!(names.contains(&"pods") && names.contains(&"pods/status"));
         let pods = &list["resources"][names.iter().position(|n| *n == "pods").unwrap()];
         assert_eq!(pods["shortNames"], json!(["po"]));
-        assert!(resource_list("nope", "v1").is_none());
-        let groups = group_list();
+        assert!(resource_list("nope", "v1", &none).is_none());
+        let groups = group_list(&none);
         assert!(
             groups["groups"]
                 .as_array()

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::App;
 use super::params::{self, Params};
 use super::path::{self, ResourcePath};
+use crate::crd::{CustomResources, table};
 use crate::errors::ApiError;
 use crate::faults::{FaultKind, Verb};
 use crate::patch::{self, PatchType};
@@ -73,7 +74,9 @@ async fn dispatch(
     params: &Params,
     body: &Bytes,
 ) -> Result<Response, ApiError> {
-    let path = path::parse(uri.path())?;
+    let custom = app.store.custom_resources();
+    let path = path::parse(uri.path(), &custom)?;
+    let as_table = TableRequest::of(headers, params, &custom, &path)?;
     if params.non_empty("dryRun").is_some() {
         return Err(ApiError::bad_request(
             "dryRun is not supported by the rekon embedded API server",
@@ -109,9 +112,12 @@ async fn dispatch(
                 &namespace,
                 path.name.as_deref().unwrap_or(""),
             )?;
-            Ok(json_response(StatusCode::OK, &obj))
+            Ok(json_response(
+                StatusCode::OK,
+                &TableRequest::answer(&as_table, obj),
+            ))
         }
-        Verb::List => list(app, &path, info, params).await,
+        Verb::List => list(app, &path, info, params, as_table.as_ref()).await,
         Verb::Watch => watch(app, &path, info, params).await,
         Verb::Create => {
             let obj = params::parse_object_body(headers, body)?;
@@ -234,6 +240,7 @@ async fn list(
     path: &ResourcePath,
     info: &ResourceInfo,
     params: &Params,
+    as_table: Option<&TableRequest>,
 ) -> Result<Response, ApiError> {
     let opts = ListOptions {
         selectors: selectors(info, params)?,
@@ -248,7 +255,62 @@ async fn list(
     let list = app
         .store
         .list(path.resource, path.namespace.as_deref(), &opts)?;
-    Ok(json_response(StatusCode::OK, &list))
+    let body = match as_table {
+        Some(request) => request.render(&list),
+        None => list,
+    };
+    Ok(json_response(StatusCode::OK, &body))
+}
+
+/// A GET or LIST of a custom resource that asks for a `meta.k8s.io` Table, as `kubectl get`
+/// does. Built-in kinds answer with their plain objects, which kubectl prints as well.
+struct TableRequest {
+    version: &'static str,
+    columns: Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition>,
+    include: table::IncludeObject,
+}
+
+impl TableRequest {
+    fn of(
+        headers: &HeaderMap,
+        params: &Params,
+        custom: &CustomResources,
+        path: &ResourcePath,
+    ) -> Result<Option<TableRequest>, ApiError> {
+        let accept = headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let (Some(version), Some(served)) =
+            (table::requested_version(accept), custom.get(path.resource))
+        else {
+            return Ok(None);
+        };
+        let include = table::IncludeObject::parse(params.non_empty("includeObject"))
+            .map_err(ApiError::bad_request)?;
+        Ok(Some(TableRequest {
+            version,
+            columns: served.columns.clone(),
+            include,
+        }))
+    }
+
+    fn render(&self, body: &Value) -> Value {
+        table::render(
+            body,
+            &self.columns,
+            self.version,
+            self.include,
+            chrono::Utc::now(),
+        )
+    }
+
+    fn answer(request: &Option<TableRequest>, body: Value) -> Value {
+        match request {
+            Some(request) => request.render(&body),
+            None => body,
+        }
+    }
 }
 
 async fn watch(

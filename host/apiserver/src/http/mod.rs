@@ -3,6 +3,7 @@
 mod discovery;
 mod handlers;
 mod openapi;
+mod openapi_v2;
 mod params;
 pub mod path;
 mod protobuf;
@@ -60,21 +61,29 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route(
             "/api/v1",
-            get(|| async {
+            get(|State(app): State<Arc<App>>| async move {
+                let custom = app.store.custom_resources();
                 json_response(
                     StatusCode::OK,
-                    &discovery::resource_list("", "v1").expect("core/v1 is served"),
+                    &discovery::resource_list("", "v1", &custom).expect("core/v1 is served"),
                 )
             }),
         )
         .route(
             "/apis",
-            get(|| async { json_response(StatusCode::OK, &discovery::group_list()) }),
+            get(|State(app): State<Arc<App>>| async move {
+                let custom = app.store.custom_resources();
+                json_response(StatusCode::OK, &discovery::group_list(&custom))
+            }),
         )
         .route(
             "/openapi/v3",
-            get(|| async { json_response(StatusCode::OK, &openapi::root()) }),
+            get(|State(app): State<Arc<App>>| async move {
+                let custom = app.store.custom_resources();
+                json_response(StatusCode::OK, &openapi::root(&custom))
+            }),
         )
+        .route("/openapi/v2", get(openapi_v2))
         .route("/openapi/v3/{*path}", get(openapi_group_version))
         .route("/apis/{group}", get(group))
         .route("/apis/{group}/{version}", get(group_version))
@@ -116,30 +125,56 @@ async fn refuse_declared_oversize(
     }
 }
 
-async fn group(axum::extract::Path(group): axum::extract::Path<String>) -> Response {
-    match discovery::group(&group) {
+async fn group(
+    State(app): State<Arc<App>>,
+    axum::extract::Path(group): axum::extract::Path<String>,
+) -> Response {
+    match discovery::group(&group, &app.store.custom_resources()) {
         Some(doc) => json_response(StatusCode::OK, &doc),
         None => ApiError::path_not_found(&format!("/apis/{group}")).into_response(),
     }
 }
 
 async fn group_version(
+    State(app): State<Arc<App>>,
     axum::extract::Path((group, version)): axum::extract::Path<(String, String)>,
 ) -> Response {
-    match discovery::resource_list(&group, &version) {
+    match discovery::resource_list(&group, &version, &app.store.custom_resources()) {
         Some(doc) => json_response(StatusCode::OK, &doc),
         None => ApiError::path_not_found(&format!("/apis/{group}/{version}")).into_response(),
     }
 }
 
-async fn openapi_group_version(axum::extract::Path(path): axum::extract::Path<String>) -> Response {
-    match openapi::group_version(&path) {
+async fn openapi_group_version(
+    State(app): State<Arc<App>>,
+    axum::extract::Path(path): axum::extract::Path<String>,
+) -> Response {
+    match openapi::group_version(&path, &app.store.custom_resources()) {
         Some(doc) => json_response(StatusCode::OK, &doc),
         None => ApiError::path_not_found(&format!("/openapi/v3/{path}")).into_response(),
     }
 }
 
-/// Everything else: resource URLs, and 404 for what is not served (e.g. `/openapi/v2`).
+/// `/openapi/v2`, in protobuf when the client asks for it (client-go does), else JSON.
+async fn openapi_v2(headers: HeaderMap) -> Response {
+    let accept = headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if openapi_v2::wants_protobuf(accept) {
+        let mut response = (StatusCode::OK, openapi_v2::protobuf()).into_response();
+        // As the real server labels it (client-go's mime parser rejects the `@` of the
+        // media type it asked for).
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/octet-stream"),
+        );
+        return response;
+    }
+    json_response(StatusCode::OK, &openapi_v2::json())
+}
+
+/// Everything else: resource URLs, and 404 for what is not served.
 async fn resource(
     State(app): State<Arc<App>>,
     method: Method,

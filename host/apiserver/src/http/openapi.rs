@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::resources;
+use crate::crd::CustomResources;
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -17,9 +17,9 @@ fn gv_path(group: &str, version: &str) -> String {
 }
 
 /// `/openapi/v3`: the group-versions and where their documents are.
-pub fn root() -> Value {
+pub fn root(custom: &CustomResources) -> Value {
     let mut paths = Map::new();
-    for (group, version) in resources::group_versions() {
+    for (group, version) in custom.all_group_versions() {
         let path = gv_path(group, version);
         paths.insert(
             path.clone(),
@@ -30,12 +30,16 @@ pub fn root() -> Value {
 }
 
 /// `/openapi/v3/<gv path>`: the PATCH operations of each kind of that group-version.
-pub fn group_version(path: &str) -> Option<Value> {
-    let (group, version) = resources::group_versions()
+pub fn group_version(path: &str, custom: &CustomResources) -> Option<Value> {
+    let (group, version) = custom
+        .all_group_versions()
         .into_iter()
         .find(|(g, v)| gv_path(g, v) == path)?;
     let mut paths = Map::new();
-    for id in resources::all().filter(|id| id.info().group == group && id.info().version == version)
+    for id in custom
+        .all_resources()
+        .into_iter()
+        .filter(|id| id.info().group == group && id.info().version == version)
     {
         let info = id.info();
         let item = if info.namespaced {
@@ -69,17 +73,18 @@ mod tests {
 
     #[test]
     fn documents_name_every_kind_with_field_validation() {
-        let root = root();
+        let none = CustomResources::default();
+        let root = root(&none);
         assert!(
             root["paths"]["apis/coordination.k8s.io/v1"]["serverRelativeURL"]
                 .as_str()
                 .unwrap()
                 .starts_with("/openapi/v3/apis/coordination.k8s.io/v1?hash=")
         );
-        let core = group_version("api/v1").unwrap();
+        let core = group_version("api/v1", &none).unwrap();
         let pods = &core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
         assert_eq!(pods["x-kubernetes-group-version-kind"]["kind"], "Pod");
         assert_eq!(pods["parameters"][0]["name"], "fieldValidation");
-        assert!(group_version("apis/nope/v1").is_none());
+        assert!(group_version("apis/nope/v1", &none).is_none());
     }
 }

@@ -1,6 +1,7 @@
 //! Resource URL paths: `/api/v1/...` and `/apis/<group>/<version>/...`, cluster-wide and
 //! namespaced, with an optional subresource.
 
+use crate::crd::CustomResources;
 use crate::errors::ApiError;
 use crate::resources::{self, ResourceId};
 
@@ -13,7 +14,8 @@ pub struct ResourcePath {
     pub subresource: Option<String>,
 }
 
-pub fn parse(path: &str) -> Result<ResourcePath, ApiError> {
+/// Parses a resource URL; `custom` adds the resources of this server's CRDs.
+pub fn parse(path: &str, custom: &CustomResources) -> Result<ResourcePath, ApiError> {
     let not_found = || ApiError::path_not_found(path);
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, version, rest) = match segments.as_slice() {
@@ -22,7 +24,9 @@ pub fn parse(path: &str) -> Result<ResourcePath, ApiError> {
         _ => return Err(not_found()),
     };
     let lookup = |plural: &str| {
-        resources::by_group_version_plural(group, version, plural).ok_or_else(not_found)
+        resources::by_group_version_plural(group, version, plural)
+            .or_else(|| custom.by_plural(group, version, plural))
+            .ok_or_else(not_found)
     };
     let parsed = match rest {
         // A namespace's own subresources are addressed like namespaced collections.
@@ -72,6 +76,10 @@ pub fn parse(path: &str) -> Result<ResourcePath, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(path: &str) -> Result<ResourcePath, ApiError> {
+        super::parse(path, &CustomResources::default())
+    }
 
     #[test]
     fn parses_the_url_shapes() {

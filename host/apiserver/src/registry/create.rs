@@ -42,6 +42,8 @@ pub fn create(
         .unwrap_or("")
         .to_string();
     let mut obj = prepare::decode(info, body, namespace)?;
+    let custom = store.custom_resources();
+    custom.admit(resource, &mut obj, true)?;
     let explicit_name = meta::name(&obj).to_string();
 
     if info.namespaced {
@@ -92,7 +94,8 @@ pub fn create(
         }
     }
 
-    let causes = prepare::validate(info, &obj);
+    let mut causes = prepare::validate(info, &obj);
+    causes.extend(custom.validate(resource, &obj));
     if !causes.is_empty() {
         return Err(ApiError::invalid(info, meta::name(&obj), causes));
     }

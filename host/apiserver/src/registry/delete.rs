@@ -38,6 +38,9 @@ pub fn delete(
     check_preconditions(info, &target.name, &current, opts)?;
 
     let mut obj = current.clone();
+    if target.resource == crate::resources::custom_resource_definitions() {
+        crate::crd::definition::mark_terminating(&mut obj, &meta::format_time(now));
+    }
     if info.kind == "Namespace" && has_namespace_finalizers(&obj) {
         mark_namespace_terminating(&mut obj, now);
         return Ok(DeleteOutcome::Deleting(write_if_changed(

@@ -9,7 +9,7 @@ pub mod prepare;
 mod read;
 mod update;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use rand::SeedableRng;
@@ -21,6 +21,7 @@ use tokio::sync::watch;
 pub use delete::{DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 pub use read::ListOptions;
 
+use crate::crd::{self, CustomResources};
 use crate::errors::ApiError;
 use crate::meta;
 use crate::patch::{self, PatchType, apply::ApplyRequest};
@@ -175,6 +176,8 @@ struct Shared {
     name_rng: Mutex<ChaCha8Rng>,
     uid_rng: Mutex<ChaCha8Rng>,
     settings: StoreSettings,
+    /// What the stored CRDs serve, rebuilt after every write that touches one.
+    custom: RwLock<Arc<CustomResources>>,
 }
 
 /// In-process handle on the server's objects (cheap to clone). The HTTP layer, the cluster
@@ -201,6 +204,7 @@ impl Store {
                 name_rng: Mutex::new(ChaCha8Rng::seed_from_u64(settings.seed)),
                 uid_rng: Mutex::new(ChaCha8Rng::seed_from_u64(settings.seed ^ 0x005e_ed0f_01d5)),
                 settings,
+                custom: RwLock::new(Arc::default()),
             }),
         };
         for ns in INITIAL_NAMESPACES {
@@ -231,12 +235,59 @@ impl Store {
         let mut objects = self.lock();
         let before = objects.current_rv();
         let result = f(&mut objects, self);
+        if objects.current_rv() != before && self.touched_crds(&objects, before) {
+            self.converge_crds(&mut objects);
+        }
         let after = objects.current_rv();
         drop(objects);
         if after != before {
             self.shared.changes.send_replace(after);
         }
         result
+    }
+
+    /// Whether the writes after `before` include a CRD (true when the history no longer
+    /// tells).
+    fn touched_crds(&self, objects: &Objects, before: u64) -> bool {
+        let crds = resources::custom_resource_definitions();
+        objects
+            .events_since(before)
+            .map_or(true, |events| events.iter().any(|e| e.key.resource == crds))
+    }
+
+    /// Upstream's naming and establishing controllers, in the same transaction: each CRD's
+    /// status gets its accepted names and conditions; then the served table is rebuilt.
+    fn converge_crds(&self, objects: &mut Objects) {
+        let crds = resources::custom_resource_definitions();
+        let now = meta::format_time(now());
+        let stale: Vec<(ObjectKey, Value)> = objects
+            .iter_resource(crds, None)
+            .filter_map(|(key, crd)| {
+                let status = crd::definition::converged_status(&crd, &now)?;
+                let mut crd = crd;
+                crd["status"] = status;
+                Some((key, crd))
+            })
+            .collect();
+        for (key, crd) in stale {
+            objects.put(key, crd);
+        }
+        let stored: Vec<Value> = objects.iter_resource(crds, None).map(|(_, v)| v).collect();
+        let table = Arc::new(CustomResources::from_stored(stored.iter()));
+        *self
+            .shared
+            .custom
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = table;
+    }
+
+    /// The custom resources this server serves now.
+    pub fn custom_resources(&self) -> Arc<CustomResources> {
+        self.shared
+            .custom
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub(crate) fn settings(&self) -> &StoreSettings {
@@ -334,6 +385,14 @@ impl Store {
     /// are kept; missing uid/creationTimestamp are filled). Missing namespaces are created.
     /// Each object gets a new resourceVersion; an existing object with the same key is replaced.
     pub fn load_objects(&self, objs: Vec<Value>) -> Result<(), StoreError> {
+        // CRDs first, so the objects they define can be loaded with them.
+        let is_crd = |o: &Value| o["kind"] == "CustomResourceDefinition";
+        if objs.iter().any(is_crd) && !objs.iter().all(is_crd) {
+            let (crds, rest): (Vec<Value>, Vec<Value>) = objs.into_iter().partition(is_crd);
+            self.load_objects(crds)?;
+            return self.load_objects(rest);
+        }
+        let custom = self.custom_resources();
         let mut prepared = Vec::with_capacity(objs.len());
         for (index, obj) in objs.into_iter().enumerate() {
             let api_version = obj
@@ -346,8 +405,9 @@ impl Store {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
-            let resource =
-                resources::by_kind(&api_version, &kind).ok_or_else(|| StoreError::UnknownKind {
+            let resource = resources::by_kind(&api_version, &kind)
+                .or_else(|| custom.by_kind(&api_version, &kind))
+                .ok_or_else(|| StoreError::UnknownKind {
                     index,
                     api_version: api_version.clone(),
                     kind: kind.clone(),
@@ -371,7 +431,11 @@ impl Store {
                 String::new()
             };
             let mut obj = prepare::decode(info, obj, &namespace).map_err(|e| invalid(e.message))?;
-            let causes = prepare::validate(info, &obj);
+            custom
+                .admit(resource, &mut obj, true)
+                .map_err(|e| invalid(e.message))?;
+            let mut causes = prepare::validate(info, &obj);
+            causes.extend(custom.validate(resource, &obj));
             if let Some(cause) = causes.first() {
                 return Err(invalid(format!(
                     "{}: {}",
@@ -515,6 +579,9 @@ impl Store {
                 };
             }
             let current = current.ok_or_else(|| ApiError::not_found(info, &target.name))?;
+            if info.custom && patch_type == PatchType::Strategic {
+                return Err(ApiError::unsupported_patch_for_custom_resources());
+            }
             let patched = patch::apply_patch(patch_type, info.kind, &current, patch)?;
             let object =
                 update::update(objs, store, target, patched, update::Tracking::Record(opts))?;

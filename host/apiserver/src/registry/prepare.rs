@@ -91,7 +91,11 @@ fn default_field(obj: &mut Value, pointer_parent: &str, field: &str, value: Valu
 
 /// The defaults of the API types that selectors and graceful deletion read.
 fn apply_defaults(info: &ResourceInfo, obj: &mut Value) {
+    if info.custom {
+        return;
+    }
     match info.kind {
+        "CustomResourceDefinition" => crate::crd::definition::apply_defaults(obj),
         "Pod" => {
             if obj.get("spec").is_none() {
                 return;
@@ -160,8 +164,16 @@ fn apply_defaults(info: &ResourceInfo, obj: &mut Value) {
 
 /// What each kind's `PrepareForCreate` does to the status a client sent.
 pub fn reset_status_on_create(info: &ResourceInfo, obj: &mut Value) {
+    if info.kind == "CustomResourceDefinition" && !info.custom {
+        crate::crd::definition::reset_status_on_create(obj);
+        return;
+    }
     let root = obj.as_object_mut().expect("objects are JSON objects");
     match info.kind {
+        _ if info.custom && info.has_status => {
+            root.remove("status");
+        }
+        _ if info.custom => {}
         "Pod" => {
             let qos = pod_qos_class(root.get("spec").unwrap_or(&Value::Null));
             root.insert(
@@ -255,8 +267,14 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
             ));
         }
     }
+    if info.custom {
+        return causes;
+    }
     if info.kind == "Pod" {
         validate_pod_spec(obj, &mut causes);
+    }
+    if info.kind == "CustomResourceDefinition" {
+        causes.extend(crate::crd::definition::validate(obj));
     }
     if info.kind == "Event" && info.group == "events.k8s.io" {
         validate_events_v1(obj, &mut causes);

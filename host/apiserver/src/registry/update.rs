@@ -18,14 +18,16 @@ pub enum Tracking<'a> {
 
 pub fn update(
     objs: &mut Objects,
-    _store: &Store,
+    store: &Store,
     target: &Target,
     body: Value,
     tracking: Tracking,
 ) -> Result<Value, ApiError> {
     let info = target.resource.info();
     let key = target.key();
-    let body = prepare::decode(info, body, &target.namespace)?;
+    let mut body = prepare::decode(info, body, &target.namespace)?;
+    let custom = store.custom_resources();
+    custom.admit(target.resource, &mut body, false)?;
     // Upstream's handler compares the names before the storage looks the object up, so a
     // mismatch is a 400 even when the object does not exist.
     let body_name = meta::name(&body);
@@ -38,6 +40,19 @@ pub fn update(
     let current = objs
         .get(&key)
         .ok_or_else(|| ApiError::not_found(info, &target.name))?;
+    // Custom resources allow no unconditional update (upstream's CR strategy).
+    if info.custom && meta::resource_version(&body).is_none_or(str::is_empty) {
+        return Err(ApiError::invalid_kind(
+            info.plural,
+            info.group,
+            &target.name,
+            vec![Cause::new(
+                "FieldValueInvalid",
+                "Invalid value: 0x0: must be specified for an update",
+                Some("metadata.resourceVersion"),
+            )],
+        ));
+    }
     if let Some(rv) = meta::resource_version(&body)
         && Some(rv) != meta::resource_version(&current)
     {
@@ -66,10 +81,11 @@ pub fn update(
         }
     }
     causes.extend(prepare::validate(info, &new));
+    causes.extend(custom.validate(target.resource, &new));
     if !causes.is_empty() {
         return Err(ApiError::invalid(info, &target.name, causes));
     }
-    if info.manages_generation && !target.status && new.get("spec") != current.get("spec") {
+    if info.manages_generation && !target.status && generation_changes(info, &current, &new) {
         let generation = meta::generation(&current).unwrap_or(0) + 1;
         meta::metadata_mut(&mut new).insert("generation".into(), json!(generation));
     }
@@ -114,6 +130,25 @@ pub fn update(
         return Ok(new);
     }
     Ok(objs.put(key, new))
+}
+
+/// Built-in kinds bump the generation on spec changes; custom resources on any change but
+/// metadata (and status, with the status subresource), as upstream's CR strategy.
+fn generation_changes(info: &crate::resources::ResourceInfo, current: &Value, new: &Value) -> bool {
+    if !info.custom {
+        return new.get("spec") != current.get("spec");
+    }
+    let content = |obj: &Value| -> Value {
+        let mut obj = obj.clone();
+        if let Some(map) = obj.as_object_mut() {
+            map.remove("metadata");
+            if info.has_status {
+                map.remove("status");
+            }
+        }
+        obj
+    };
+    content(current) != content(new)
 }
 
 /// What the body may change: status only through `/status` (plus labels and annotations for

@@ -265,3 +265,149 @@ async fn kubectl_typed_generators_send_protobuf() {
         "x"
     );
 }
+
+const DECISION_MODULE: &str = r#"
+apiVersion: rekon.dev/v1alpha1
+kind: DecisionModule
+metadata:
+  name: pvc-protection
+spec:
+  world: pvc-protection
+  module: {image: "registry.test/pvc@sha256:00"}
+"#;
+
+/// `kubectl apply -f` of a CRD, then `kubectl get <plural>` prints its printer columns from
+/// the server's Table; an invalid object is refused with the schema's message.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_applies_a_crd_and_gets_its_printer_columns() {
+    let t = start(ServerConfig::new()).await;
+    let kubectl = Kubectl::new(&t);
+    let crd = kubectl.write("crd.yaml", crate::custom_resources::DECISION_MODULE_CRD);
+    let out = kubectl.run(&["apply", "-f", &crd]).await;
+    assert!(
+        out.contains(
+            "customresourcedefinition.apiextensions.k8s.io/decisionmodules.rekon.dev created"
+        ),
+        "{out}"
+    );
+    kubectl
+        .run(&[
+            "wait",
+            "--for=condition=established",
+            "crd/decisionmodules.rekon.dev",
+            "--timeout=10s",
+        ])
+        .await;
+
+    let module = kubectl.write("dm.yaml", DECISION_MODULE);
+    let out = kubectl.run(&["apply", "-f", &module]).await;
+    assert!(
+        out.contains("decisionmodule.rekon.dev/pvc-protection created"),
+        "{out}"
+    );
+    kubectl
+        .run(&[
+            "patch", "decisionmodule", "pvc-protection", "--subresource=status", "--type=merge", "-p",
+            r#"{"status":{"phase":"Shadowing","active":{"digest":"sha256:1234"},"shadow":{"agreed":7,"differed":1}}}"#,
+        ])
+        .await;
+
+    let table = kubectl.run(&["get", "decisionmodules"]).await;
+    let lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        vec![
+            "NAME", "WORLD", "PHASE", "DIGEST", "AGREED", "DIFFERED", "AGE"
+        ],
+        "{table}"
+    );
+    assert_eq!(
+        lines[1][..6],
+        [
+            "pvc-protection",
+            "pvc-protection",
+            "Shadowing",
+            "sha256:1234",
+            "7",
+            "1"
+        ],
+        "{table}"
+    );
+    assert!(lines[1][6].ends_with('s'), "an age in seconds: {table}");
+    // The short name from the CRD works too.
+    assert!(
+        kubectl
+            .run(&["get", "dm", "-o", "name"])
+            .await
+            .contains("decisionmodule.rekon.dev/pvc-protection")
+    );
+
+    let bad = kubectl.write(
+        "bad.yaml",
+        "apiVersion: rekon.dev/v1alpha1\nkind: DecisionModule\nmetadata:\n  name: bad\nspec:\n  world: w\n  module: {}\n  mode: fast\n",
+    );
+    let refused = kubectl
+        .command(&["apply", "-f", &bad])
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains(r#"spec.mode: Unsupported value: "fast": supported values: "active", "shadow", "rollback""#),
+        "{stderr}"
+    );
+}
+
+/// What `kubectl get -o yaml` prints (a `kind: List`) applies back: kubectl validates a List
+/// against `/openapi/v2` first (issue 18.6).
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_applies_a_list_as_get_prints_it() {
+    let t = start(ServerConfig::new()).await;
+    let kubectl = Kubectl::new(&t);
+    let store = t.server.store();
+    let manifest = kubectl.write("manifest.yaml", MANIFEST);
+    kubectl.run(&["create", "-f", &manifest]).await;
+    let crd = kubectl.write("crd.yaml", crate::custom_resources::DECISION_MODULE_CRD);
+    kubectl.run(&["apply", "-f", &crd]).await;
+    kubectl
+        .run(&[
+            "wait",
+            "--for=condition=established",
+            "crd/decisionmodules.rekon.dev",
+            "--timeout=10s",
+        ])
+        .await;
+    let module = kubectl.write("dm.yaml", DECISION_MODULE);
+    kubectl.run(&["apply", "-f", &module]).await;
+
+    let printed = kubectl
+        .run(&["get", "configmaps,decisionmodules", "-o", "yaml"])
+        .await;
+    assert!(printed.contains("kind: List"), "{printed}");
+    let edited = printed
+        .replace("k: v", "k: from-list")
+        .replace("world: pvc-protection", "world: edited");
+    let list = kubectl.write("list.yaml", &edited);
+    let out = kubectl.run(&["apply", "-f", &list]).await;
+    assert!(out.contains("configmap/c1 configured"), "{out}");
+    assert!(
+        out.contains("decisionmodule.rekon.dev/pvc-protection configured"),
+        "{out}"
+    );
+    let configmaps = resources::by_plural("", "configmaps").unwrap();
+    assert_eq!(
+        store.get(configmaps, "default", "c1").unwrap()["data"]["k"],
+        "from-list"
+    );
+    let modules: Value = serde_json::from_str(
+        &kubectl
+            .run(&["get", "decisionmodule", "pvc-protection", "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(modules["spec"]["world"], "edited");
+}

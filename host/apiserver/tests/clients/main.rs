@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod custom_resources;
 mod kubectl;
 mod leases;
 mod reflector;
