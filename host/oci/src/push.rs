@@ -1,4 +1,4 @@
-//! Pushing a module in the CNCF Wasm OCI artifact layout.
+//! Pushing a module in the CNCF Wasm OCI artifact layout, and resolving a tag to its digest.
 
 use crate::error::OciError;
 use crate::layout::{Blob, WASM_LAYER_MEDIA_TYPE, sha256_digest, wasm_artifact};
@@ -48,4 +48,21 @@ pub async fn push(wasm: &[u8], reference: &str, options: &RegistryOptions) -> Re
         })
         .await?;
     Ok(module.with_digest(&manifest_digest))
+}
+
+/// Resolves `reference` to `REGISTRY/REPO@sha256:<manifest digest>` (a digest
+/// reference is returned as is, without network I/O), for tools that accept a
+/// tag and then pull by digest.
+pub async fn resolve(reference: &str, options: &RegistryOptions) -> Result<String, OciError> {
+    let module = ModuleRef::parse(reference)?;
+    if let Some(digest) = module.digest() {
+        return Ok(module.with_digest(digest));
+    }
+    let transport = Transport::from_options(options)?;
+    let digest = transport
+        .run(&module, options.insecure, options.auth.as_ref(), async |client| {
+            crate::cosign::manifest_digest(client, &module).await
+        })
+        .await?;
+    Ok(module.with_digest(&digest))
 }
