@@ -32,7 +32,9 @@ impl Cache {
             let path = dir.join(sub);
             std::fs::create_dir_all(&path).map_err(|source| cache_error(&path, source))?;
         }
-        Ok(Self { dir: dir.to_path_buf() })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+        })
     }
 
     /// Where the wasm bytes of `digest` (`sha256:<hex>`) live.
@@ -60,11 +62,23 @@ impl Cache {
     }
 
     pub(crate) fn manifest(&self, digest: &str) -> Option<ManifestRecord> {
-        read_json(&self.dir.join("manifests/sha256").join(format!("{}.json", hex_of(digest))))
+        read_json(
+            &self
+                .dir
+                .join("manifests/sha256")
+                .join(format!("{}.json", hex_of(digest))),
+        )
     }
 
-    pub(crate) fn put_manifest(&self, digest: &str, record: &ManifestRecord) -> Result<(), OciError> {
-        let path = self.dir.join("manifests/sha256").join(format!("{}.json", hex_of(digest)));
+    pub(crate) fn put_manifest(
+        &self,
+        digest: &str,
+        record: &ManifestRecord,
+    ) -> Result<(), OciError> {
+        let path = self
+            .dir
+            .join("manifests/sha256")
+            .join(format!("{}.json", hex_of(digest)));
         write_atomically(&path, &serde_json::to_vec(record).expect("json"))
     }
 
@@ -73,12 +87,22 @@ impl Cache {
         read_json(&self.reference_path(reference))
     }
 
-    pub(crate) fn put_reference(&self, reference: &str, manifest_digest: &str) -> Result<(), OciError> {
-        write_atomically(&self.reference_path(reference), &serde_json::to_vec(manifest_digest).expect("json"))
+    pub(crate) fn put_reference(
+        &self,
+        reference: &str,
+        manifest_digest: &str,
+    ) -> Result<(), OciError> {
+        write_atomically(
+            &self.reference_path(reference),
+            &serde_json::to_vec(manifest_digest).expect("json"),
+        )
     }
 
     fn reference_path(&self, reference: &str) -> PathBuf {
-        self.dir.join("refs").join(format!("{}.json", hex_of(&sha256_digest(reference.as_bytes()))))
+        self.dir.join("refs").join(format!(
+            "{}.json",
+            hex_of(&sha256_digest(reference.as_bytes()))
+        ))
     }
 }
 
@@ -93,12 +117,18 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OciError> {
     use std::io::Write as _;
     let dir = path.parent().expect("cache paths have a parent");
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|source| cache_error(dir, source))?;
-    file.write_all(bytes).map_err(|source| cache_error(path, source))?;
-    file.persist(path).map_err(|err| cache_error(path, err.error))?;
+    let mut file =
+        tempfile::NamedTempFile::new_in(dir).map_err(|source| cache_error(dir, source))?;
+    file.write_all(bytes)
+        .map_err(|source| cache_error(path, source))?;
+    file.persist(path)
+        .map_err(|err| cache_error(path, err.error))?;
     Ok(())
 }
 
 fn cache_error(path: &Path, source: std::io::Error) -> OciError {
-    OciError::Cache { path: path.display().to_string(), source }
+    OciError::Cache {
+        path: path.display().to_string(),
+        source,
+    }
 }

@@ -21,7 +21,10 @@ use base64::Engine as _;
 use oci_client::manifest::OciDescriptor;
 use p256::ecdsa::signature::{Signer as _, Verifier as _};
 use p256::ecdsa::{DerSignature, Signature, VerifyingKey};
-use p256::pkcs8::{DecodePrivateKey as _, DecodePublicKey as _, EncodePrivateKey as _, EncodePublicKey as _, LineEnding};
+use p256::pkcs8::{
+    DecodePrivateKey as _, DecodePublicKey as _, EncodePrivateKey as _, EncodePublicKey as _,
+    LineEnding,
+};
 
 use crate::error::OciError;
 use crate::layout::{Blob, MANIFEST_MEDIA_TYPES, image_manifest, parse_manifest, sha256_digest};
@@ -47,21 +50,39 @@ pub struct SigningKey {
 /// Generates an ECDSA P-256 key pair.
 pub fn generate_key() -> SigningKey {
     let key = p256::ecdsa::SigningKey::random(&mut p256::elliptic_curve::rand_core::OsRng);
-    let private_pem = key.to_pkcs8_pem(LineEnding::LF).expect("a P-256 key encodes").to_string();
-    let public_pem = key.verifying_key().to_public_key_pem(LineEnding::LF).expect("a P-256 key encodes");
-    SigningKey { private_pem, public_pem }
+    let private_pem = key
+        .to_pkcs8_pem(LineEnding::LF)
+        .expect("a P-256 key encodes")
+        .to_string();
+    let public_pem = key
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .expect("a P-256 key encodes");
+    SigningKey {
+        private_pem,
+        public_pem,
+    }
 }
 
 /// Signs the manifest that `reference` (`REGISTRY/REPO@sha256:...`, or a tag,
 /// resolved first) names with `private_key_pem` (PKCS#8 or SEC1 P-256, unencrypted)
 /// and pushes the signature; returns the signature's reference
 /// (`REGISTRY/REPO:sha256-<digest>.sig`). Signatures already there are kept.
-pub async fn sign(reference: &str, private_key_pem: &[u8], options: &RegistryOptions) -> Result<String, OciError> {
+pub async fn sign(
+    reference: &str,
+    private_key_pem: &[u8],
+    options: &RegistryOptions,
+) -> Result<String, OciError> {
     let key = private_key(private_key_pem)?;
     let module = ModuleRef::parse(reference)?;
     let transport = Transport::from_options(options)?;
     transport
-        .run(&module, options.insecure, options.auth.as_ref(), async |client| sign_with(client, &module, &key).await)
+        .run(
+            &module,
+            options.insecure,
+            options.auth.as_ref(),
+            async |client| sign_with(client, &module, &key).await,
+        )
         .await
 }
 
@@ -69,24 +90,38 @@ pub async fn sign(reference: &str, private_key_pem: &[u8], options: &RegistryOpt
 /// `public_key_pem`; returns the manifest digest. No signature tag is
 /// [`OciError::Unsigned`]; signatures that do not verify (or sign another
 /// digest) are [`OciError::BadSignature`].
-pub async fn verify(reference: &str, public_key_pem: &[u8], options: &RegistryOptions) -> Result<String, OciError> {
+pub async fn verify(
+    reference: &str,
+    public_key_pem: &[u8],
+    options: &RegistryOptions,
+) -> Result<String, OciError> {
     let key = public_key(public_key_pem)?;
     let module = ModuleRef::parse(reference)?;
     let transport = Transport::from_options(options)?;
     transport
-        .run(&module, options.insecure, options.auth.as_ref(), async |client| {
-            let digest = manifest_digest(client, &module).await?;
-            verify_with(client, &module, &digest, &key).await?;
-            Ok(digest)
-        })
+        .run(
+            &module,
+            options.insecure,
+            options.auth.as_ref(),
+            async |client| {
+                let digest = manifest_digest(client, &module).await?;
+                verify_with(client, &module, &digest, &key).await?;
+                Ok(digest)
+            },
+        )
         .await
 }
 
 /// Reads a cosign public key (ECDSA P-256, PEM `PUBLIC KEY`).
 pub(crate) fn public_key(pem: &[u8]) -> Result<VerifyingKey, OciError> {
-    let text = std::str::from_utf8(pem).map_err(|_| key_error("public key", "not UTF-8 PEM".into()))?;
-    VerifyingKey::from_public_key_pem(text.trim())
-        .map_err(|err| key_error("public key", format!("not an ECDSA P-256 `PUBLIC KEY` PEM: {err}")))
+    let text =
+        std::str::from_utf8(pem).map_err(|_| key_error("public key", "not UTF-8 PEM".into()))?;
+    VerifyingKey::from_public_key_pem(text.trim()).map_err(|err| {
+        key_error(
+            "public key",
+            format!("not an ECDSA P-256 `PUBLIC KEY` PEM: {err}"),
+        )
+    })
 }
 
 /// The sha256 of a public key's DER encoding, to remember which key verified what.
@@ -96,7 +131,8 @@ pub(crate) fn fingerprint(key: &VerifyingKey) -> String {
 }
 
 fn private_key(pem: &[u8]) -> Result<p256::ecdsa::SigningKey, OciError> {
-    let text = std::str::from_utf8(pem).map_err(|_| key_error("private key", "not UTF-8 PEM".into()))?;
+    let text =
+        std::str::from_utf8(pem).map_err(|_| key_error("private key", "not UTF-8 PEM".into()))?;
     let text = text.trim();
     if text.contains("ENCRYPTED") {
         return Err(key_error(
@@ -109,11 +145,19 @@ fn private_key(pem: &[u8]) -> Result<p256::ecdsa::SigningKey, OciError> {
             use p256::elliptic_curve::SecretKey;
             SecretKey::<p256::NistP256>::from_sec1_pem(text).map(p256::ecdsa::SigningKey::from)
         })
-        .map_err(|err| key_error("private key", format!("not an unencrypted ECDSA P-256 PKCS#8 or SEC1 PEM: {err}")))
+        .map_err(|err| {
+            key_error(
+                "private key",
+                format!("not an unencrypted ECDSA P-256 PKCS#8 or SEC1 PEM: {err}"),
+            )
+        })
 }
 
 fn key_error(what: &str, cause: String) -> OciError {
-    OciError::Key { what: what.into(), cause }
+    OciError::Key {
+        what: what.into(),
+        cause,
+    }
 }
 
 /// The simple-signing payload cosign signs for `digest` in `repository`.
@@ -131,7 +175,12 @@ pub(crate) fn payload(docker_reference: &str, digest: &str) -> Vec<u8> {
 
 /// Checks one signature layer: the signature verifies over `payload` with
 /// `key`, and the payload names `digest`.
-pub(crate) fn check_signature(payload: &[u8], signature_b64: &str, key: &VerifyingKey, digest: &str) -> Result<(), String> {
+pub(crate) fn check_signature(
+    payload: &[u8],
+    signature_b64: &str,
+    key: &VerifyingKey,
+    digest: &str,
+) -> Result<(), String> {
     let raw = base64::engine::general_purpose::STANDARD
         .decode(signature_b64.trim())
         .map_err(|err| format!("signature annotation is not base64: {err}"))?;
@@ -140,13 +189,18 @@ pub(crate) fn check_signature(payload: &[u8], signature_b64: &str, key: &Verifyi
         .map_err(|err| format!("signature is not an ECDSA P-256 signature: {err}"))?;
     // Go's crypto/ecdsa may produce a high S; both forms are valid ECDSA.
     let signature = signature.normalize_s().unwrap_or(signature);
-    key.verify(payload, &signature).map_err(|_| "signature does not verify with the key".to_string())?;
-    let value: serde_json::Value =
-        serde_json::from_slice(payload).map_err(|err| format!("signed payload is not JSON: {err}"))?;
-    let signed = value.pointer("/critical/image/docker-manifest-digest").and_then(|v| v.as_str());
+    key.verify(payload, &signature)
+        .map_err(|_| "signature does not verify with the key".to_string())?;
+    let value: serde_json::Value = serde_json::from_slice(payload)
+        .map_err(|err| format!("signed payload is not JSON: {err}"))?;
+    let signed = value
+        .pointer("/critical/image/docker-manifest-digest")
+        .and_then(|v| v.as_str());
     match signed {
         Some(signed) if signed == digest => Ok(()),
-        Some(signed) => Err(format!("signature is valid but for manifest {signed}, not {digest}")),
+        Some(signed) => Err(format!(
+            "signature is valid but for manifest {signed}, not {digest}"
+        )),
         None => Err("signed payload has no critical.image.docker-manifest-digest".into()),
     }
 }
@@ -157,7 +211,10 @@ fn signature_reference(module: &ModuleRef, digest: &str) -> oci_client::Referenc
 }
 
 /// The manifest digest `module` names: its own, or the tag's resolved.
-pub(crate) async fn manifest_digest(client: &Client, module: &ModuleRef) -> Result<String, OciError> {
+pub(crate) async fn manifest_digest(
+    client: &Client,
+    module: &ModuleRef,
+) -> Result<String, OciError> {
     match module.digest() {
         Some(digest) => Ok(digest.to_string()),
         None => client
@@ -169,31 +226,60 @@ pub(crate) async fn manifest_digest(client: &Client, module: &ModuleRef) -> Resu
 }
 
 /// Verifies the cosign signature of manifest `digest` of `module` with `key`.
-pub(crate) async fn verify_with(client: &Client, module: &ModuleRef, digest: &str, key: &VerifyingKey) -> Result<(), OciError> {
+pub(crate) async fn verify_with(
+    client: &Client,
+    module: &ModuleRef,
+    digest: &str,
+    key: &VerifyingKey,
+) -> Result<(), OciError> {
     let sig_ref = signature_reference(module, digest);
-    let sig_tag = format!("{}/{}:{}", module.registry(), module.repository(), sig_ref.tag().unwrap_or_default());
-    let manifest = match client.inner.pull_manifest_raw(&sig_ref, &client.auth, &MANIFEST_MEDIA_TYPES).await {
+    let sig_tag = format!(
+        "{}/{}:{}",
+        module.registry(),
+        module.repository(),
+        sig_ref.tag().unwrap_or_default()
+    );
+    let manifest = match client
+        .inner
+        .pull_manifest_raw(&sig_ref, &client.auth, &MANIFEST_MEDIA_TYPES)
+        .await
+    {
         Ok((bytes, _)) => parse_manifest(&bytes).map_err(|cause| OciError::BadSignature {
             reference: module.to_string(),
             cause: format!("signature manifest {sig_tag}: {cause}"),
         })?,
         Err(err) => {
             return Err(match registry_error(module, "signature", err) {
-                OciError::NotFound { reference, .. } => {
-                    OciError::Unsigned { reference, cause: format!("no cosign signature at {sig_tag}") }
-                }
+                OciError::NotFound { reference, .. } => OciError::Unsigned {
+                    reference,
+                    cause: format!("no cosign signature at {sig_tag}"),
+                },
                 other => other,
             });
         }
     };
     let mut refusals = Vec::new();
-    for layer in manifest.layers.iter().filter(|l| l.media_type == SIMPLE_SIGNING_MEDIA_TYPE) {
-        let Some(signature) = layer.annotations.as_ref().and_then(|a| a.get(SIGNATURE_ANNOTATION)) else {
-            refusals.push(format!("layer {} has no {SIGNATURE_ANNOTATION} annotation", layer.digest));
+    for layer in manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == SIMPLE_SIGNING_MEDIA_TYPE)
+    {
+        let Some(signature) = layer
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SIGNATURE_ANNOTATION))
+        else {
+            refusals.push(format!(
+                "layer {} has no {SIGNATURE_ANNOTATION} annotation",
+                layer.digest
+            ));
             continue;
         };
         if layer.size > MAX_PAYLOAD_BYTES {
-            refusals.push(format!("payload {} is {} bytes, over {MAX_PAYLOAD_BYTES}", layer.digest, layer.size));
+            refusals.push(format!(
+                "payload {} is {} bytes, over {MAX_PAYLOAD_BYTES}",
+                layer.digest, layer.size
+            ));
             continue;
         }
         let mut payload = Vec::new();
@@ -213,10 +299,17 @@ pub(crate) async fn verify_with(client: &Client, module: &ModuleRef, digest: &st
             cause: format!("{sig_tag} holds no {SIMPLE_SIGNING_MEDIA_TYPE} layer"),
         });
     }
-    Err(OciError::BadSignature { reference: module.to_string(), cause: format!("{sig_tag}: {}", refusals.join("; ")) })
+    Err(OciError::BadSignature {
+        reference: module.to_string(),
+        cause: format!("{sig_tag}: {}", refusals.join("; ")),
+    })
 }
 
-async fn sign_with(client: &Client, module: &ModuleRef, key: &p256::ecdsa::SigningKey) -> Result<String, OciError> {
+async fn sign_with(
+    client: &Client,
+    module: &ModuleRef,
+    key: &p256::ecdsa::SigningKey,
+) -> Result<String, OciError> {
     let sig_ref = signature_reference(module, "sha256:0");
     client
         .authorize(&sig_ref, oci_client::RegistryOperation::Push)
@@ -229,7 +322,11 @@ async fn sign_with(client: &Client, module: &ModuleRef, key: &p256::ecdsa::Signi
     let signature: DerSignature = key.sign(&payload);
     let signature_b64 = base64::engine::general_purpose::STANDARD.encode(signature.as_bytes());
 
-    let mut layers: Vec<OciDescriptor> = match client.inner.pull_manifest_raw(&sig_ref, &client.auth, &MANIFEST_MEDIA_TYPES).await {
+    let mut layers: Vec<OciDescriptor> = match client
+        .inner
+        .pull_manifest_raw(&sig_ref, &client.auth, &MANIFEST_MEDIA_TYPES)
+        .await
+    {
         Ok((bytes, _)) => parse_manifest(&bytes).map(|m| m.layers).unwrap_or_default(),
         Err(err) => match registry_error(module, "signature", err) {
             OciError::NotFound { .. } => Vec::new(),
@@ -237,8 +334,14 @@ async fn sign_with(client: &Client, module: &ModuleRef, key: &p256::ecdsa::Signi
         },
     };
     let mut payload_blob = Blob::new(SIMPLE_SIGNING_MEDIA_TYPE, payload);
-    payload_blob.descriptor.annotations = Some(BTreeMap::from([(SIGNATURE_ANNOTATION.to_string(), signature_b64)]));
-    let already = layers.iter().any(|l| l.digest == payload_blob.descriptor.digest && l.annotations == payload_blob.descriptor.annotations);
+    payload_blob.descriptor.annotations = Some(BTreeMap::from([(
+        SIGNATURE_ANNOTATION.to_string(),
+        signature_b64,
+    )]));
+    let already = layers.iter().any(|l| {
+        l.digest == payload_blob.descriptor.digest
+            && l.annotations == payload_blob.descriptor.annotations
+    });
     if !already {
         layers.push(payload_blob.descriptor.clone());
     }
@@ -250,7 +353,10 @@ async fn sign_with(client: &Client, module: &ModuleRef, key: &p256::ecdsa::Signi
         "os": "",
         "rootfs": {"type": "layers", "diff_ids": layers.iter().map(|l| l.digest.clone()).collect::<Vec<_>>()},
     });
-    let config = Blob::new(oci_client::manifest::IMAGE_CONFIG_MEDIA_TYPE, serde_json::to_vec(&config).expect("json"));
+    let config = Blob::new(
+        oci_client::manifest::IMAGE_CONFIG_MEDIA_TYPE,
+        serde_json::to_vec(&config).expect("json"),
+    );
     for blob in [&payload_blob, &config] {
         client
             .inner
@@ -261,10 +367,19 @@ async fn sign_with(client: &Client, module: &ModuleRef, key: &p256::ecdsa::Signi
     let manifest = image_manifest(config.descriptor.clone(), layers, None);
     client
         .inner
-        .push_manifest_raw(&sig_ref, manifest, oci_client::manifest::OCI_IMAGE_MEDIA_TYPE.parse().expect("header"))
+        .push_manifest_raw(
+            &sig_ref,
+            manifest,
+            oci_client::manifest::OCI_IMAGE_MEDIA_TYPE
+                .parse()
+                .expect("header"),
+        )
         .await
         .map_err(|err| registry_error(module, "signature manifest upload", err))?;
-    Ok(format!("{docker_reference}:{}", sig_ref.tag().unwrap_or_default()))
+    Ok(format!(
+        "{docker_reference}:{}",
+        sig_ref.tag().unwrap_or_default()
+    ))
 }
 
 #[cfg(test)]
@@ -285,7 +400,11 @@ mod tests {
         let err = check_signature(&payload, &b64, &verifying, &other).unwrap_err();
         assert!(err.contains("not sha256:ccc"), "{err}");
         let stranger = public_key(generate_key().public_pem.as_bytes()).unwrap();
-        assert!(check_signature(&payload, &b64, &stranger, &digest).unwrap_err().contains("does not verify"));
+        assert!(
+            check_signature(&payload, &b64, &stranger, &digest)
+                .unwrap_err()
+                .contains("does not verify")
+        );
     }
 
     #[test]
@@ -300,7 +419,17 @@ mod tests {
     #[test]
     fn encrypted_and_foreign_keys_are_refused_with_the_reason() {
         let encrypted = b"-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n";
-        assert!(private_key(encrypted).unwrap_err().to_string().contains("encrypted keys"));
-        assert!(public_key(b"not a key").unwrap_err().to_string().contains("public key"));
+        assert!(
+            private_key(encrypted)
+                .unwrap_err()
+                .to_string()
+                .contains("encrypted keys")
+        );
+        assert!(
+            public_key(b"not a key")
+                .unwrap_err()
+                .to_string()
+                .contains("public key")
+        );
     }
 }

@@ -31,11 +31,19 @@ pub enum OciError {
 
     /// The registry could not be reached (connection, TLS, DNS).
     #[error("`{reference}`: registry {registry} unreachable: {cause}")]
-    Unreachable { reference: String, registry: String, cause: String },
+    Unreachable {
+        reference: String,
+        registry: String,
+        cause: String,
+    },
 
     /// No attempt finished in time.
     #[error("`{reference}`: pull timed out after {attempts} attempt(s) of {timeout:?} each")]
-    Timeout { reference: String, timeout: Duration, attempts: u32 },
+    Timeout {
+        reference: String,
+        timeout: Duration,
+        attempts: u32,
+    },
 
     /// The registry refused the credentials, or they could not be read.
     #[error("`{reference}`: credentials: {cause}")]
@@ -43,11 +51,21 @@ pub enum OciError {
 
     /// What arrived does not hash to the pinned digest.
     #[error("`{reference}`: {what} digest mismatch: expected {expected}, got {actual}")]
-    DigestMismatch { reference: String, what: String, expected: String, actual: String },
+    DigestMismatch {
+        reference: String,
+        what: String,
+        expected: String,
+        actual: String,
+    },
 
     /// The wasm layer (or the manifest) is larger than the limit.
     #[error("`{reference}`: {what} is {size} bytes, over the limit of {limit} bytes")]
-    TooLarge { reference: String, what: String, size: u64, limit: u64 },
+    TooLarge {
+        reference: String,
+        what: String,
+        size: u64,
+        limit: u64,
+    },
 
     /// The artifact is not a wasm module in a known layout.
     #[error("`{reference}` is not a wasm artifact: {reason}")]
@@ -71,7 +89,10 @@ pub enum OciError {
 
     /// The on-disk cache could not be read or written.
     #[error("OCI cache {path}: {source}")]
-    Cache { path: String, source: std::io::Error },
+    Cache {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 impl OciError {
@@ -99,6 +120,12 @@ impl OciError {
     /// Whether trying again later may succeed (unreachable, timeout, registry
     /// errors); a mismatch, a missing signature or a refusal will not change.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Unreachable { .. } | Self::Timeout { .. } | Self::Registry { .. } | Self::Cache { .. })
+        matches!(
+            self,
+            Self::Unreachable { .. }
+                | Self::Timeout { .. }
+                | Self::Registry { .. }
+                | Self::Cache { .. }
+        )
     }
 }

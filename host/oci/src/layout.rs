@@ -10,10 +10,13 @@ pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The older layer media type of wasm-to-oci and Kubewarden.
 pub const LEGACY_WASM_LAYER_MEDIA_TYPE: &str = "application/vnd.wasm.content.layer.v1+wasm";
 /// Layer media types accepted on pull.
-pub const ACCEPTED_LAYER_MEDIA_TYPES: [&str; 2] = [WASM_LAYER_MEDIA_TYPE, LEGACY_WASM_LAYER_MEDIA_TYPE];
+pub const ACCEPTED_LAYER_MEDIA_TYPES: [&str; 2] =
+    [WASM_LAYER_MEDIA_TYPE, LEGACY_WASM_LAYER_MEDIA_TYPE];
 /// Manifest media types asked for on pull.
-pub(crate) const MANIFEST_MEDIA_TYPES: [&str; 2] =
-    [OCI_IMAGE_MEDIA_TYPE, oci_client::manifest::IMAGE_MANIFEST_MEDIA_TYPE];
+pub(crate) const MANIFEST_MEDIA_TYPES: [&str; 2] = [
+    OCI_IMAGE_MEDIA_TYPE,
+    oci_client::manifest::IMAGE_MANIFEST_MEDIA_TYPE,
+];
 
 /// `sha256:<hex>` of `bytes`.
 pub(crate) fn sha256_digest(bytes: &[u8]) -> String {
@@ -48,13 +51,20 @@ pub(crate) fn wasm_artifact(wasm_layer: &OciDescriptor) -> (Blob, Vec<u8>) {
         "os": "wasip2",
         "layerDigests": [wasm_layer.digest],
     });
-    let config = Blob::new(WASM_CONFIG_MEDIA_TYPE, serde_json::to_vec(&config).expect("json"));
+    let config = Blob::new(
+        WASM_CONFIG_MEDIA_TYPE,
+        serde_json::to_vec(&config).expect("json"),
+    );
     let manifest = image_manifest(config.descriptor.clone(), vec![wasm_layer.clone()], None);
     (config, manifest)
 }
 
 /// An OCI image manifest as bytes.
-pub(crate) fn image_manifest(config: OciDescriptor, layers: Vec<OciDescriptor>, artifact_type: Option<&str>) -> Vec<u8> {
+pub(crate) fn image_manifest(
+    config: OciDescriptor,
+    layers: Vec<OciDescriptor>,
+    artifact_type: Option<&str>,
+) -> Vec<u8> {
     let manifest = OciImageManifest {
         schema_version: 2,
         media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_string()),
@@ -87,7 +97,8 @@ pub(crate) fn wasm_layer(manifest: &OciImageManifest) -> Result<&OciDescriptor, 
 
 /// Parses manifest bytes; an index or a schema-1 manifest is refused.
 pub(crate) fn parse_manifest(bytes: &[u8]) -> Result<OciImageManifest, String> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|err| format!("manifest is not JSON: {err}"))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|err| format!("manifest is not JSON: {err}"))?;
     if value.get("manifests").is_some() {
         return Err("it is an image index (several manifests), not a single wasm artifact".into());
     }

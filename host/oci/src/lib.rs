@@ -40,7 +40,7 @@ mod transport;
 pub use auth::{RegistryAuth, auth_from_dockerconfigjson};
 pub use cosign::{SigningKey, generate_key, sign, verify};
 pub use error::OciError;
-pub use pull::{DEFAULT_MAX_BYTES, Pulled, PullRequest, Puller, PullerOptions, Verification};
+pub use pull::{DEFAULT_MAX_BYTES, PullRequest, Pulled, Puller, PullerOptions, Verification};
 pub use push::{push, resolve};
 pub use reference::{ModuleRef, Scheme, is_loopback_registry};
 pub use transport::RegistryOptions;

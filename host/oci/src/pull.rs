@@ -78,7 +78,10 @@ pub struct PullRequest {
 impl PullRequest {
     /// A request for `image` with no pin, anonymous, secure, unverified.
     pub fn new(image: impl Into<String>) -> Self {
-        Self { image: image.into(), ..Default::default() }
+        Self {
+            image: image.into(),
+            ..Default::default()
+        }
     }
 }
 
@@ -117,8 +120,19 @@ impl Puller {
     /// A puller with `options`; creates the cache directory and reads the CAs.
     pub fn new(options: PullerOptions) -> Result<Self, OciError> {
         let cache = Cache::open(&options.cache_dir)?;
-        let transport = Transport::new(options.extra_ca_pem, options.timeout, options.retries, options.backoff)?;
-        Ok(Self { inner: Arc::new(Inner { max_bytes: options.max_bytes, cache, transport }) })
+        let transport = Transport::new(
+            options.extra_ca_pem,
+            options.timeout,
+            options.retries,
+            options.backoff,
+        )?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                max_bytes: options.max_bytes,
+                cache,
+                transport,
+            }),
+        })
     }
 
     /// Pulls `request`: from the cache when the manifest digest (or, for a tag,
@@ -129,28 +143,50 @@ impl Puller {
     pub async fn pull(&self, request: &PullRequest) -> Result<Pulled, OciError> {
         let module = ModuleRef::parse(&request.image)?;
         if module.scheme() == crate::Scheme::Http && !module.allows_plain_http(request.insecure) {
-            return Err(OciError::InsecureRefused { reference: module.to_string(), registry: module.registry().into() });
+            return Err(OciError::InsecureRefused {
+                reference: module.to_string(),
+                registry: module.registry().into(),
+            });
         }
         let pinned_wasm = match &request.sha256 {
             Some(text) => Some(parse_sha256(&module, text)?),
-            None if module.digest().is_none() => return Err(OciError::Unpinned { reference: module.to_string() }),
+            None if module.digest().is_none() => {
+                return Err(OciError::Unpinned {
+                    reference: module.to_string(),
+                });
+            }
             None => None,
         };
-        let key = request.verify.as_ref().map(|v| cosign::public_key(&v.cosign_public_key_pem)).transpose()?;
-        if let Some(pulled) = self.from_cache(&module, pinned_wasm.as_deref(), key.as_ref()) {
+        let key = request
+            .verify
+            .as_ref()
+            .map(|v| cosign::public_key(&v.cosign_public_key_pem))
+            .transpose()?;
+        if let Some(pulled) = self.cached(&module, pinned_wasm.as_deref(), key.as_ref()) {
             return Ok(pulled);
         }
         let pulled = self
             .inner
             .transport
-            .run(&module, request.insecure, request.auth.as_ref(), async |client| {
-                self.from_registry(client, &module, pinned_wasm.as_deref(), key.as_ref()).await
-            })
+            .run(
+                &module,
+                request.insecure,
+                request.auth.as_ref(),
+                async |client| {
+                    self.fetch(client, &module, pinned_wasm.as_deref(), key.as_ref())
+                        .await
+                },
+            )
             .await?;
         Ok(pulled)
     }
 
-    fn from_cache(&self, module: &ModuleRef, pinned_wasm: Option<&str>, key: Option<&VerifyingKey>) -> Option<Pulled> {
+    fn cached(
+        &self,
+        module: &ModuleRef,
+        pinned_wasm: Option<&str>,
+        key: Option<&VerifyingKey>,
+    ) -> Option<Pulled> {
         let cache = &self.inner.cache;
         let manifest_digest = match module.digest() {
             Some(digest) => digest.to_string(),
@@ -176,7 +212,7 @@ impl Puller {
         })
     }
 
-    async fn from_registry(
+    async fn fetch(
         &self,
         client: &Client,
         module: &ModuleRef,
@@ -208,8 +244,14 @@ impl Puller {
                 actual: manifest_digest,
             });
         }
-        let manifest = parse_manifest(&manifest_bytes).map_err(|reason| OciError::NotWasm { reference: reference.clone(), reason })?;
-        let layer = wasm_layer(&manifest).map_err(|reason| OciError::NotWasm { reference: reference.clone(), reason })?;
+        let manifest = parse_manifest(&manifest_bytes).map_err(|reason| OciError::NotWasm {
+            reference: reference.clone(),
+            reason,
+        })?;
+        let layer = wasm_layer(&manifest).map_err(|reason| OciError::NotWasm {
+            reference: reference.clone(),
+            reason,
+        })?;
         if let Some(pin) = pinned_wasm
             && layer.digest != pin
         {
@@ -222,9 +264,19 @@ impl Puller {
         }
         let limit = self.inner.max_bytes;
         if layer.size < 0 || layer.size as u64 > limit {
-            return Err(OciError::TooLarge { reference, what: "wasm layer".into(), size: layer.size.max(0) as u64, limit });
+            return Err(OciError::TooLarge {
+                reference,
+                what: "wasm layer".into(),
+                size: layer.size.max(0) as u64,
+                limit,
+            });
         }
-        let mut verified_keys = self.inner.cache.manifest(&manifest_digest).map(|r| r.verified_keys).unwrap_or_default();
+        let mut verified_keys = self
+            .inner
+            .cache
+            .manifest(&manifest_digest)
+            .map(|r| r.verified_keys)
+            .unwrap_or_default();
         if let Some(key) = key {
             cosign::verify_with(client, module, &manifest_digest, key).await?;
             verified_keys.push(cosign::fingerprint(key));
@@ -235,12 +287,21 @@ impl Puller {
         if !bytes.starts_with(WASM_MAGIC) {
             return Err(OciError::NotWasm {
                 reference,
-                reason: format!("layer {} ({}) does not start with the wasm magic bytes", layer.digest, layer.media_type),
+                reason: format!(
+                    "layer {} ({}) does not start with the wasm magic bytes",
+                    layer.digest, layer.media_type
+                ),
             });
         }
         let cache = &self.inner.cache;
         let path = cache.put_blob(&layer.digest, &bytes)?;
-        cache.put_manifest(&manifest_digest, &ManifestRecord { wasm_digest: layer.digest.clone(), verified_keys })?;
+        cache.put_manifest(
+            &manifest_digest,
+            &ManifestRecord {
+                wasm_digest: layer.digest.clone(),
+                verified_keys,
+            },
+        )?;
         if module.digest().is_none() {
             cache.put_reference(module.as_str(), &manifest_digest)?;
         }
@@ -257,7 +318,12 @@ impl Puller {
     }
 
     /// Streams the layer, stopping as soon as it passes the limit, and checks its digest.
-    async fn download(&self, client: &Client, module: &ModuleRef, layer: &OciDescriptor) -> Result<Vec<u8>, OciError> {
+    async fn download(
+        &self,
+        client: &Client,
+        module: &ModuleRef,
+        layer: &OciDescriptor,
+    ) -> Result<Vec<u8>, OciError> {
         use futures::StreamExt as _;
         let reference = module.to_string();
         let limit = self.inner.max_bytes;
@@ -269,7 +335,12 @@ impl Puller {
         if let Some(length) = stream.content_length
             && length > limit
         {
-            return Err(OciError::TooLarge { reference, what: "wasm layer".into(), size: length, limit });
+            return Err(OciError::TooLarge {
+                reference,
+                what: "wasm layer".into(),
+                size: length,
+                limit,
+            });
         }
         let mut bytes = Vec::with_capacity(layer.size as usize);
         let mut hasher = Sha256::new();
@@ -296,7 +367,12 @@ impl Puller {
         }
         let actual = format!("sha256:{}", hex::encode(hasher.finalize()));
         if actual != layer.digest && (failure.is_none() || bytes.len() as i64 >= layer.size) {
-            return Err(OciError::DigestMismatch { reference, what: "wasm layer".into(), expected: layer.digest.clone(), actual });
+            return Err(OciError::DigestMismatch {
+                reference,
+                what: "wasm layer".into(),
+                expected: layer.digest.clone(),
+                actual,
+            });
         }
         if let Some(err) = failure {
             return Err(OciError::Unreachable {

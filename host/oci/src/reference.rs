@@ -38,11 +38,16 @@ impl ModuleRef {
         } else {
             (Scheme::Any, trimmed)
         };
-        let inner: oci_client::Reference = rest.parse().map_err(|err| OciError::InvalidReference {
-            reference: text.to_string(),
-            reason: format!("{err}"),
-        })?;
-        Ok(Self { text: trimmed.to_string(), scheme, inner })
+        let inner: oci_client::Reference =
+            rest.parse().map_err(|err| OciError::InvalidReference {
+                reference: text.to_string(),
+                reason: format!("{err}"),
+            })?;
+        Ok(Self {
+            text: trimmed.to_string(),
+            scheme,
+            inner,
+        })
     }
 
     /// The registry host (and port), as written.
@@ -116,10 +121,22 @@ mod tests {
 
     #[test]
     fn loopback_registries_are_recognised_with_and_without_ports() {
-        for yes in ["localhost", "localhost:5000", "127.0.0.1:5000", "127.9.9.9", "[::1]:5000", "::1"] {
+        for yes in [
+            "localhost",
+            "localhost:5000",
+            "127.0.0.1:5000",
+            "127.9.9.9",
+            "[::1]:5000",
+            "::1",
+        ] {
             assert!(is_loopback_registry(yes), "{yes}");
         }
-        for no in ["registry.example.com", "10.0.0.1:5000", "localhost.example.com", "[::2]:5000"] {
+        for no in [
+            "registry.example.com",
+            "10.0.0.1:5000",
+            "localhost.example.com",
+            "[::2]:5000",
+        ] {
             assert!(!is_loopback_registry(no), "{no}");
         }
     }
@@ -132,7 +149,8 @@ mod tests {
         assert_eq!(by_tag.repository(), "team/pvc");
         assert_eq!(by_tag.tag(), Some("v1"));
         let digest = format!("sha256:{}", "a".repeat(64));
-        let by_digest = ModuleRef::parse(&format!("oci://registry.example.com/pvc@{digest}")).unwrap();
+        let by_digest =
+            ModuleRef::parse(&format!("oci://registry.example.com/pvc@{digest}")).unwrap();
         assert_eq!(by_digest.scheme(), Scheme::Any);
         assert_eq!(by_digest.digest(), Some(digest.as_str()));
     }

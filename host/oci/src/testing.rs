@@ -62,7 +62,8 @@ impl TestRegistry {
     }
 
     fn launch(basic_auth: Option<(&str, &str)>) -> Self {
-        let binary = std::env::var("REKON_DOCKER_REGISTRY").unwrap_or_else(|_| DEFAULT_REGISTRY_BINARY.into());
+        let binary = std::env::var("REKON_DOCKER_REGISTRY")
+            .unwrap_or_else(|_| DEFAULT_REGISTRY_BINARY.into());
         assert!(
             Path::new(&binary).exists(),
             "{binary} is not installed: the OCI tests need a real registry; run `.ci/install-registry.sh` (apt-get install docker-registry openssl)"
@@ -76,11 +77,18 @@ impl TestRegistry {
         let mut ca_pem = None;
         if let Some((username, password)) = basic_auth {
             let tls = make_certificates(dir.path());
-            config.push_str(&format!("  tls:\n    certificate: {}\n    key: {}\n", tls.cert.display(), tls.key.display()));
+            config.push_str(&format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                tls.cert.display(),
+                tls.key.display()
+            ));
             let hash = bcrypt::hash(password, 5).expect("bcrypt");
             let htpasswd = dir.path().join("htpasswd");
             std::fs::write(&htpasswd, format!("{username}:{hash}\n")).expect("htpasswd");
-            config.push_str(&format!("auth:\n  htpasswd:\n    realm: rekon-test\n    path: {}\n", htpasswd.display()));
+            config.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: rekon-test\n    path: {}\n",
+                htpasswd.display()
+            ));
             ca_pem = Some(std::fs::read(&tls.ca).expect("ca"));
         }
         let config_path = dir.path().join("config.yml");
@@ -95,7 +103,12 @@ impl TestRegistry {
             .stderr(log)
             .spawn()
             .unwrap_or_else(|err| panic!("could not start {binary}: {err}"));
-        let mut registry = Self { child, dir, addr, ca_pem };
+        let mut registry = Self {
+            child,
+            dir,
+            addr,
+            ca_pem,
+        };
         registry.wait_until_listening();
         registry
     }
@@ -111,7 +124,11 @@ impl TestRegistry {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("docker-registry did not listen on {} within 15 s: {}", self.addr, self.log());
+        panic!(
+            "docker-registry did not listen on {} within 15 s: {}",
+            self.addr,
+            self.log()
+        );
     }
 
     /// What the registry logged so far.
@@ -141,7 +158,11 @@ struct Tls {
 
 /// A CA and a certificate for 127.0.0.1/localhost signed by it, made with `openssl`.
 fn make_certificates(dir: &Path) -> Tls {
-    let tls = Tls { ca: dir.join("ca.pem"), cert: dir.join("cert.pem"), key: dir.join("key.pem") };
+    let tls = Tls {
+        ca: dir.join("ca.pem"),
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
     let ca_key = dir.join("ca-key.pem");
     let csr = dir.join("cert.csr");
     let ext = dir.join("ext.cnf");
@@ -153,10 +174,59 @@ fn make_certificates(dir: &Path) -> Tls {
         let output = Command::new("openssl").args(args).output().unwrap_or_else(|err| {
             panic!("openssl is needed to make test certificates ({err}); run `.ci/install-registry.sh`")
         });
-        assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     };
-    run(&["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=rekon test CA", "-keyout", &p(&ca_key), "-out", &p(&tls.ca)]);
-    run(&["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", &p(&tls.key), "-out", &p(&csr)]);
-    run(&["x509", "-req", "-in", &p(&csr), "-CA", &p(&tls.ca), "-CAkey", &p(&ca_key), "-CAcreateserial", "-days", "2", "-extfile", &p(&ext), "-out", &p(&tls.cert)]);
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=rekon test CA",
+        "-keyout",
+        &p(&ca_key),
+        "-out",
+        &p(&tls.ca),
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        &p(&tls.key),
+        "-out",
+        &p(&csr),
+    ]);
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        &p(&csr),
+        "-CA",
+        &p(&tls.ca),
+        "-CAkey",
+        &p(&ca_key),
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        &p(&ext),
+        "-out",
+        &p(&tls.cert),
+    ]);
     tls
 }

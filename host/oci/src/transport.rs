@@ -54,28 +54,58 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    pub(crate) fn new(extra_ca_pem: Vec<Vec<u8>>, timeout: Duration, retries: u32, backoff: Duration) -> Result<Self, OciError> {
+    pub(crate) fn new(
+        extra_ca_pem: Vec<Vec<u8>>,
+        timeout: Duration,
+        retries: u32,
+        backoff: Duration,
+    ) -> Result<Self, OciError> {
         // reqwest is built without a bundled provider; rekon uses ring (as kube does).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let transport = Self { extra_ca_pem, timeout, retries, backoff, plain_http: Mutex::new(HashMap::new()) };
-        transport.client(false, &RegistryAuth::Anonymous, "ca-check.invalid").map_err(|cause| OciError::Key {
-            what: "extra CA certificate".into(),
-            cause,
-        })?;
+        let transport = Self {
+            extra_ca_pem,
+            timeout,
+            retries,
+            backoff,
+            plain_http: Mutex::new(HashMap::new()),
+        };
+        transport
+            .client(false, &RegistryAuth::Anonymous, "ca-check.invalid")
+            .map_err(|cause| OciError::Key {
+                what: "extra CA certificate".into(),
+                cause,
+            })?;
         Ok(transport)
     }
 
     pub(crate) fn from_options(options: &RegistryOptions) -> Result<Self, OciError> {
-        Self::new(options.extra_ca_pem.clone(), options.timeout, options.retries, options.backoff)
+        Self::new(
+            options.extra_ca_pem.clone(),
+            options.timeout,
+            options.retries,
+            options.backoff,
+        )
     }
 
-    fn client(&self, plain_http: bool, auth: &RegistryAuth, registry: &str) -> Result<Client, String> {
+    fn client(
+        &self,
+        plain_http: bool,
+        auth: &RegistryAuth,
+        registry: &str,
+    ) -> Result<Client, String> {
         let config = ClientConfig {
-            protocol: if plain_http { ClientProtocol::Http } else { ClientProtocol::Https },
+            protocol: if plain_http {
+                ClientProtocol::Http
+            } else {
+                ClientProtocol::Https
+            },
             extra_root_certificates: self
                 .extra_ca_pem
                 .iter()
-                .map(|pem| Certificate { encoding: CertificateEncoding::Pem, data: pem.clone() })
+                .map(|pem| Certificate {
+                    encoding: CertificateEncoding::Pem,
+                    data: pem.clone(),
+                })
                 .collect(),
             connect_timeout: Some(self.timeout),
             read_timeout: Some(self.timeout),
@@ -83,7 +113,11 @@ impl Transport {
             ..Default::default()
         };
         let inner = oci_client::Client::try_from(config).map_err(|err| err.to_string())?;
-        Ok(Client { inner, auth: auth.to_oci(), registry: registry.to_string() })
+        Ok(Client {
+            inner,
+            auth: auth.to_oci(),
+            registry: registry.to_string(),
+        })
     }
 
     /// Runs `op` against the registry of `reference`: refuses plain HTTP where
@@ -106,15 +140,29 @@ impl Transport {
         let auth = auth.cloned().unwrap_or_default();
         let mut attempt = 0;
         loop {
-            let result = tokio::time::timeout(self.timeout, self.attempt(reference, allows_plain, &auth, &op)).await;
+            let result = tokio::time::timeout(
+                self.timeout,
+                self.attempt(reference, allows_plain, &auth, &op),
+            )
+            .await;
             let err = match result {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(err)) => err,
-                Err(_) => OciError::Timeout { reference: reference.to_string(), timeout: self.timeout, attempts: attempt + 1 },
+                Err(_) => OciError::Timeout {
+                    reference: reference.to_string(),
+                    timeout: self.timeout,
+                    attempts: attempt + 1,
+                },
             };
             if !err.is_transient() || attempt >= self.retries {
                 return Err(match err {
-                    OciError::Timeout { reference, timeout, .. } => OciError::Timeout { reference, timeout, attempts: attempt + 1 },
+                    OciError::Timeout {
+                        reference, timeout, ..
+                    } => OciError::Timeout {
+                        reference,
+                        timeout,
+                        attempts: attempt + 1,
+                    },
                     other => other,
                 });
             }
@@ -140,19 +188,29 @@ impl Transport {
             (Scheme::Any, Some(plain)) => plain,
             (Scheme::Any, None) => false,
         };
-        let client = self.client(plain, auth, registry).map_err(|cause| unreachable(reference, cause))?;
+        let client = self
+            .client(plain, auth, registry)
+            .map_err(|cause| unreachable(reference, cause))?;
         let first = op(&client).await;
         let fall_back = reference.scheme() == Scheme::Any && known.is_none() && allows_plain;
         match first {
-            Err(OciError::Unreachable { cause: https_cause, .. }) if fall_back => {
-                let client = self.client(true, auth, registry).map_err(|cause| unreachable(reference, cause))?;
+            Err(OciError::Unreachable {
+                cause: https_cause, ..
+            }) if fall_back => {
+                let client = self
+                    .client(true, auth, registry)
+                    .map_err(|cause| unreachable(reference, cause))?;
                 match op(&client).await {
-                    Err(OciError::Unreachable { cause, .. }) => {
-                        Err(unreachable(reference, format!("over HTTPS: {https_cause}; over plain HTTP: {cause}")))
-                    }
+                    Err(OciError::Unreachable { cause, .. }) => Err(unreachable(
+                        reference,
+                        format!("over HTTPS: {https_cause}; over plain HTTP: {cause}"),
+                    )),
                     other => {
                         if other.is_ok() {
-                            self.plain_http.lock().unwrap().insert(registry.to_string(), true);
+                            self.plain_http
+                                .lock()
+                                .unwrap()
+                                .insert(registry.to_string(), true);
                         }
                         other
                     }
@@ -160,7 +218,10 @@ impl Transport {
             }
             other => {
                 if other.is_ok() {
-                    self.plain_http.lock().unwrap().insert(registry.to_string(), plain);
+                    self.plain_http
+                        .lock()
+                        .unwrap()
+                        .insert(registry.to_string(), plain);
                 }
                 other
             }
@@ -177,46 +238,103 @@ pub(crate) struct Client {
 
 impl Client {
     /// Stores the credentials for blob and manifest calls that take none.
-    pub(crate) async fn authorize(&self, reference: &oci_client::Reference, operation: oci_client::RegistryOperation) -> Result<(), OciDistributionError> {
-        self.inner.store_auth_if_needed(&self.registry, &self.auth).await;
-        self.inner.auth(reference, &self.auth, operation).await.map(|_| ())
+    pub(crate) async fn authorize(
+        &self,
+        reference: &oci_client::Reference,
+        operation: oci_client::RegistryOperation,
+    ) -> Result<(), OciDistributionError> {
+        self.inner
+            .store_auth_if_needed(&self.registry, &self.auth)
+            .await;
+        self.inner
+            .auth(reference, &self.auth, operation)
+            .await
+            .map(|_| ())
     }
 }
 
 fn unreachable(reference: &ModuleRef, cause: String) -> OciError {
-    OciError::Unreachable { reference: reference.to_string(), registry: reference.registry().to_string(), cause }
+    OciError::Unreachable {
+        reference: reference.to_string(),
+        registry: reference.registry().to_string(),
+        cause,
+    }
 }
 
 /// Translates an oci-client error about `what` (e.g. "manifest") of `reference`.
-pub(crate) fn registry_error(reference: &ModuleRef, what: &str, err: OciDistributionError) -> OciError {
+pub(crate) fn registry_error(
+    reference: &ModuleRef,
+    what: &str,
+    err: OciDistributionError,
+) -> OciError {
     let reference_text = reference.to_string();
     match err {
         OciDistributionError::RequestError(err) => unreachable(reference, error_chain(&err)),
-        OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound { reference: reference_text, what: what.into() },
+        OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound {
+            reference: reference_text,
+            what: what.into(),
+        },
         OciDistributionError::RegistryError { envelope, .. } => {
             let codes: Vec<&OciErrorCode> = envelope.errors.iter().map(|e| &e.code).collect();
-            if codes.iter().any(|c| matches!(c, OciErrorCode::ManifestUnknown | OciErrorCode::BlobUnknown | OciErrorCode::NameUnknown)) {
-                OciError::NotFound { reference: reference_text, what: what.into() }
-            } else if codes.iter().any(|c| matches!(c, OciErrorCode::Unauthorized | OciErrorCode::Denied)) {
-                OciError::Credentials { reference: reference_text, cause: format!("{what}: {envelope}") }
+            if codes.iter().any(|c| {
+                matches!(
+                    c,
+                    OciErrorCode::ManifestUnknown
+                        | OciErrorCode::BlobUnknown
+                        | OciErrorCode::NameUnknown
+                )
+            }) {
+                OciError::NotFound {
+                    reference: reference_text,
+                    what: what.into(),
+                }
+            } else if codes
+                .iter()
+                .any(|c| matches!(c, OciErrorCode::Unauthorized | OciErrorCode::Denied))
+            {
+                OciError::Credentials {
+                    reference: reference_text,
+                    cause: format!("{what}: {envelope}"),
+                }
             } else {
-                OciError::Registry { reference: reference_text, cause: format!("{what}: {envelope}") }
+                OciError::Registry {
+                    reference: reference_text,
+                    cause: format!("{what}: {envelope}"),
+                }
             }
         }
-        OciDistributionError::ServerError { code: 404, .. } => OciError::NotFound { reference: reference_text, what: what.into() },
-        OciDistributionError::ServerError { code: 401 | 403, message, .. } => {
-            OciError::Credentials { reference: reference_text, cause: format!("{what}: refused ({message})") }
-        }
-        OciDistributionError::UnauthorizedError { url } => {
-            OciError::Credentials { reference: reference_text, cause: format!("{what}: not authorized at {url}") }
-        }
-        OciDistributionError::AuthenticationFailure(cause) => {
-            OciError::Credentials { reference: reference_text, cause: format!("{what}: authentication failed: {cause}") }
-        }
+        OciDistributionError::ServerError { code: 404, .. } => OciError::NotFound {
+            reference: reference_text,
+            what: what.into(),
+        },
+        OciDistributionError::ServerError {
+            code: 401 | 403,
+            message,
+            ..
+        } => OciError::Credentials {
+            reference: reference_text,
+            cause: format!("{what}: refused ({message})"),
+        },
+        OciDistributionError::UnauthorizedError { url } => OciError::Credentials {
+            reference: reference_text,
+            cause: format!("{what}: not authorized at {url}"),
+        },
+        OciDistributionError::AuthenticationFailure(cause) => OciError::Credentials {
+            reference: reference_text,
+            cause: format!("{what}: authentication failed: {cause}"),
+        },
         OciDistributionError::DigestError(DigestError::VerificationError { expected, actual }) => {
-            OciError::DigestMismatch { reference: reference_text, what: what.into(), expected, actual }
+            OciError::DigestMismatch {
+                reference: reference_text,
+                what: what.into(),
+                expected,
+                actual,
+            }
         }
-        other => OciError::Registry { reference: reference_text, cause: format!("{what}: {}", error_chain(&other)) },
+        other => OciError::Registry {
+            reference: reference_text,
+            cause: format!("{what}: {}", error_chain(&other)),
+        },
     }
 }
 

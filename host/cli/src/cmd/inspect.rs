@@ -21,9 +21,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (bytes, name, manifest) = if is_reference(&args.module) {
         let reference = args.module.to_string_lossy();
         let pulled = args.registry.pull(&reference, None).await?;
-        (pulled.bytes.to_vec(), pulled.image.clone(), Some(pulled.manifest_digest))
+        (
+            pulled.bytes.to_vec(),
+            pulled.image.clone(),
+            Some(pulled.manifest_digest),
+        )
     } else {
-        let bytes = std::fs::read(&args.module).with_context(|| format!("{}: cannot read", args.module.display()))?;
+        let bytes = std::fs::read(&args.module)
+            .with_context(|| format!("{}: cannot read", args.module.display()))?;
         (bytes, args.module.display().to_string(), None)
     };
     let engine = Engine::new(EngineConfig::default()).context("starting the wasm engine")?;
@@ -33,7 +38,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!("module: {name}");
     println!("world: {}", world.name());
     println!("contract version: {}", version.version);
-    println!("exports: {} ({})", world.export(version).unwrap_or_default(), world.functions().join(", "));
+    println!(
+        "exports: {} ({})",
+        world.export(version).unwrap_or_default(),
+        world.functions().join(", ")
+    );
     println!("sha256: {}", sha256_hex(&bytes));
     if let Some(manifest) = manifest {
         println!("manifest digest: {manifest}");

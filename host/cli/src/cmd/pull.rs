@@ -28,9 +28,14 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let pulled = match &args.key {
-        None => args.registry.pull(&args.reference, args.sha256.clone()).await?,
+        None => {
+            args.registry
+                .pull(&args.reference, args.sha256.clone())
+                .await?
+        }
         Some(key) => {
-            let pem = std::fs::read(key).with_context(|| format!("{}: cannot read the public key", key.display()))?;
+            let pem = std::fs::read(key)
+                .with_context(|| format!("{}: cannot read the public key", key.display()))?;
             let module = ModuleRef::parse(&args.reference)?;
             let options = args.registry.options(&module)?;
             let image = match (module.digest(), &args.sha256) {
@@ -42,14 +47,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 sha256: args.sha256.clone(),
                 insecure: args.registry.insecure,
                 auth: options.auth,
-                verify: Some(Verification { cosign_public_key_pem: pem }),
+                verify: Some(Verification {
+                    cosign_public_key_pem: pem,
+                }),
             };
             args.registry.puller()?.pull(&request).await?
         }
     };
     let path = match &args.output {
         Some(output) => {
-            std::fs::write(output, &pulled.bytes).with_context(|| format!("{}: cannot write", output.display()))?;
+            std::fs::write(output, &pulled.bytes)
+                .with_context(|| format!("{}: cannot write", output.display()))?;
             output.clone()
         }
         None => pulled.path.clone(),
@@ -60,8 +68,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         pulled.manifest_digest,
         pulled.wasm_sha256,
         pulled.bytes.len(),
-        if pulled.verified { ", signature verified" } else { "" },
-        if pulled.from_cache { ", from cache" } else { "" },
+        if pulled.verified {
+            ", signature verified"
+        } else {
+            ""
+        },
+        if pulled.from_cache {
+            ", from cache"
+        } else {
+            ""
+        },
         path.display()
     );
     Ok(ExitCode::SUCCESS)

@@ -20,7 +20,8 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let bytes = std::fs::read(&args.file).with_context(|| format!("{}: cannot read", args.file.display()))?;
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("{}: cannot read", args.file.display()))?;
     let module = ModuleRef::parse(&args.reference)?;
     let options = args.registry.options(&module)?;
     let pushed = rekon_oci::push(&bytes, &args.reference, &options).await?;

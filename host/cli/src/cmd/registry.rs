@@ -59,20 +59,30 @@ impl RegistryArgs {
     fn ca_pems(&self) -> anyhow::Result<Vec<Vec<u8>>> {
         self.ca_files
             .iter()
-            .map(|path| std::fs::read(path).with_context(|| format!("{}: cannot read the CA file", path.display())))
+            .map(|path| {
+                std::fs::read(path)
+                    .with_context(|| format!("{}: cannot read the CA file", path.display()))
+            })
             .collect()
     }
 
     fn auth(&self, reference: &ModuleRef) -> anyhow::Result<Option<rekon_oci::RegistryAuth>> {
-        let Some(path) = &self.docker_config else { return Ok(None) };
-        let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read the docker config", path.display()))?;
+        let Some(path) = &self.docker_config else {
+            return Ok(None);
+        };
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("{}: cannot read the docker config", path.display()))?;
         rekon_oci::auth_from_dockerconfigjson(&bytes, reference.registry())
             .with_context(|| format!("{}", path.display()))
     }
 
     /// Pulls `reference` (a tag is resolved to its manifest digest first; with
     /// `sha256`, the wasm bytes must match it).
-    pub async fn pull(&self, reference: &str, sha256: Option<String>) -> anyhow::Result<rekon_oci::Pulled> {
+    pub async fn pull(
+        &self,
+        reference: &str,
+        sha256: Option<String>,
+    ) -> anyhow::Result<rekon_oci::Pulled> {
         let module = ModuleRef::parse(reference)?;
         let options = self.options(&module)?;
         let image = if module.digest().is_none() && sha256.is_none() {
@@ -80,7 +90,13 @@ impl RegistryArgs {
         } else {
             reference.to_string()
         };
-        let request = PullRequest { image, sha256, insecure: self.insecure, auth: options.auth, verify: None };
+        let request = PullRequest {
+            image,
+            sha256,
+            insecure: self.insecure,
+            auth: options.auth,
+            verify: None,
+        };
         Ok(self.puller()?.pull(&request).await?)
     }
 }
@@ -101,32 +117,52 @@ pub fn is_reference(spec: &Path) -> bool {
     if spec.exists() {
         return false;
     }
-    let Some(text) = spec.to_str() else { return false };
-    if ["oci://", "http://", "https://"].iter().any(|p| text.starts_with(p)) {
+    let Some(text) = spec.to_str() else {
+        return false;
+    };
+    if ["oci://", "http://", "https://"]
+        .iter()
+        .any(|p| text.starts_with(p))
+    {
         return true;
     }
-    let Some((host, rest)) = text.split_once('/') else { return false };
+    let Some((host, rest)) = text.split_once('/') else {
+        return false;
+    };
     let names_registry = host.contains('.') || host.contains(':') || host == "localhost";
     let last = rest.rsplit('/').next().unwrap_or_default();
     names_registry && (last.contains(':') || last.contains('@'))
 }
 
 /// Loads the guest `spec` names: a component file, or a registry reference.
-pub async fn load_guest(loader: GuestLoader<'_>, spec: &Path, registry: &RegistryArgs) -> anyhow::Result<GuestPre> {
+pub async fn load_guest(
+    loader: GuestLoader<'_>,
+    spec: &Path,
+    registry: &RegistryArgs,
+) -> anyhow::Result<GuestPre> {
     if !is_reference(spec) {
         return Ok(loader.file(spec)?);
     }
     let reference = spec.to_string_lossy();
-    let pulled = registry.pull(&reference, None).await.with_context(|| format!("pulling {reference}"))?;
+    let pulled = registry
+        .pull(&reference, None)
+        .await
+        .with_context(|| format!("pulling {reference}"))?;
     Ok(loader.bytes(&pulled.image, &pulled.bytes)?)
 }
 
 /// [`load_guest`] from synchronous code running on the multi-threaded runtime of `main`.
-pub fn load_guest_blocking(loader: GuestLoader<'_>, spec: &Path, registry: &RegistryArgs) -> anyhow::Result<GuestPre> {
+pub fn load_guest_blocking(
+    loader: GuestLoader<'_>,
+    spec: &Path,
+    registry: &RegistryArgs,
+) -> anyhow::Result<GuestPre> {
     if !is_reference(spec) {
         return Ok(loader.file(spec)?);
     }
-    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(load_guest(loader, spec, registry)))
+    tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(load_guest(loader, spec, registry))
+    })
 }
 
 #[cfg(test)]
@@ -143,7 +179,12 @@ mod tests {
         ] {
             assert!(is_reference(Path::new(reference)), "{reference}");
         }
-        for file in ["guest.wasm", "target/guest.wasm", "./dir.v2/guest.wasm", "registry.example.com/pvc"] {
+        for file in [
+            "guest.wasm",
+            "target/guest.wasm",
+            "./dir.v2/guest.wasm",
+            "registry.example.com/pvc",
+        ] {
             assert!(!is_reference(Path::new(file)), "{file}");
         }
     }

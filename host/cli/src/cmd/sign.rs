@@ -21,7 +21,8 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let pem = std::fs::read(&args.key).with_context(|| format!("{}: cannot read the private key", args.key.display()))?;
+    let pem = std::fs::read(&args.key)
+        .with_context(|| format!("{}: cannot read the private key", args.key.display()))?;
     let options = args.registry.options(&ModuleRef::parse(&args.reference)?)?;
     let signature = rekon_oci::sign(&args.reference, &pem, &options).await?;
     println!("{signature}");

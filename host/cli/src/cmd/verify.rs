@@ -21,7 +21,8 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let pem = std::fs::read(&args.key).with_context(|| format!("{}: cannot read the public key", args.key.display()))?;
+    let pem = std::fs::read(&args.key)
+        .with_context(|| format!("{}: cannot read the public key", args.key.display()))?;
     let module = ModuleRef::parse(&args.reference)?;
     let digest = rekon_oci::verify(&args.reference, &pem, &args.registry.options(&module)?).await?;
     println!("verified {}", module.with_digest(&digest));
