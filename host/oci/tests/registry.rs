@@ -40,13 +40,27 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-/// An oci-client client for plain HTTP, to push layouts `rekon_oci::push` does not write.
-fn raw_client() -> oci_client::Client {
+/// Pushes one layer with oci-client itself (layouts `rekon_oci::push` does not
+/// write) and returns `HOST/REPO@<manifest digest>`.
+async fn push_with_oci_client(
+    registry: &TestRegistry,
+    path: &str,
+    layer: ImageLayer,
+    config: Config,
+) -> String {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    oci_client::Client::new(ClientConfig {
+    let client = oci_client::Client::new(ClientConfig {
         protocol: ClientProtocol::Http,
         ..Default::default()
-    })
+    });
+    let reference: oci_client::Reference = registry.reference(path).parse().unwrap();
+    let anonymous = oci_client::secrets::RegistryAuth::Anonymous;
+    client
+        .push(&reference, &[layer], config, &anonymous, None)
+        .await
+        .unwrap();
+    let (_, digest) = client.pull_manifest(&reference, &anonymous).await.unwrap();
+    format!("{}/{}@{digest}", registry.host(), reference.repository())
 }
 
 fn quick() -> RegistryOptions {
@@ -113,37 +127,23 @@ async fn a_pushed_module_pulls_back_byte_for_byte_and_a_second_pull_needs_no_reg
 async fn a_module_in_the_older_wasm_to_oci_layout_is_pulled() {
     let registry = TestRegistry::start();
     let module = wasm(512, 3);
-    let reference: oci_client::Reference =
-        registry.reference("kubewarden/policy:v1").parse().unwrap();
-    let client = raw_client();
-    let layer = ImageLayer::new(
-        module.clone(),
-        "application/vnd.wasm.content.layer.v1+wasm".into(),
-        None,
-    );
-    let config = Config::new(
-        b"{}".to_vec(),
-        "application/vnd.wasm.config.v1+json".into(),
-        None,
-    );
-    let response = client
-        .push(
-            &reference,
-            &[layer],
-            config,
-            &oci_client::secrets::RegistryAuth::Anonymous,
+    let by_digest = push_with_oci_client(
+        &registry,
+        "kubewarden/policy:v1",
+        ImageLayer::new(
+            module.clone(),
+            "application/vnd.wasm.content.layer.v1+wasm".into(),
             None,
-        )
-        .await
-        .unwrap();
-    let (_, digest) = client
-        .pull_manifest(&reference, &oci_client::secrets::RegistryAuth::Anonymous)
-        .await
-        .unwrap();
-    assert!(response.manifest_url.contains("kubewarden/policy"));
+        ),
+        Config::new(
+            b"{}".to_vec(),
+            "application/vnd.wasm.config.v1+json".into(),
+            None,
+        ),
+    )
+    .await;
 
     let cache = tempfile::tempdir().unwrap();
-    let by_digest = format!("{}/kubewarden/policy@{digest}", registry.host());
     let pulled = puller(&cache)
         .pull(&PullRequest::new(by_digest))
         .await
@@ -277,34 +277,20 @@ async fn a_module_over_the_size_limit_is_refused_before_download() {
 #[tokio::test]
 async fn an_image_without_a_wasm_layer_is_not_wasm() {
     let registry = TestRegistry::start();
-    let reference: oci_client::Reference = registry.reference("team/container:v1").parse().unwrap();
-    let client = raw_client();
-    let layer = ImageLayer::new(
-        b"not wasm".to_vec(),
-        "application/vnd.oci.image.layer.v1.tar".into(),
-        None,
-    );
-    let config = Config::oci_v1(b"{}".to_vec(), None);
-    client
-        .push(
-            &reference,
-            &[layer],
-            config,
-            &oci_client::secrets::RegistryAuth::Anonymous,
+    let by_digest = push_with_oci_client(
+        &registry,
+        "team/container:v1",
+        ImageLayer::new(
+            b"not wasm".to_vec(),
+            "application/vnd.oci.image.layer.v1.tar".into(),
             None,
-        )
-        .await
-        .unwrap();
-    let (_, digest) = client
-        .pull_manifest(&reference, &oci_client::secrets::RegistryAuth::Anonymous)
-        .await
-        .unwrap();
+        ),
+        Config::oci_v1(b"{}".to_vec(), None),
+    )
+    .await;
     let cache = tempfile::tempdir().unwrap();
     let err = puller(&cache)
-        .pull(&PullRequest::new(format!(
-            "{}/team/container@{digest}",
-            registry.host()
-        )))
+        .pull(&PullRequest::new(by_digest))
         .await
         .unwrap_err();
     assert!(matches!(err, OciError::NotWasm { .. }), "{err}");
