@@ -69,9 +69,8 @@ impl TestRegistry {
             "{binary} is not installed: the OCI tests need a real registry; run `.ci/install-registry.sh` (apt-get install docker-registry openssl)"
         );
         let dir = tempfile::tempdir().expect("temp dir");
-        let addr = free_loopback_port();
         let mut config = format!(
-            "version: 0.1\nlog:\n  level: warn\n  accesslog: {{disabled: true}}\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
+            "version: 0.1\nlog:\n  level: warn\n  accesslog: {{disabled: true}}\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: ADDR\n",
             dir.path().join("storage").display()
         );
         let mut ca_pem = None;
@@ -91,44 +90,44 @@ impl TestRegistry {
             ));
             ca_pem = Some(std::fs::read(&tls.ca).expect("ca"));
         }
+        // The port is free when picked but may be taken before the registry
+        // binds it (tests run in parallel): then pick another.
         let config_path = dir.path().join("config.yml");
-        std::fs::write(&config_path, config).expect("config");
-        let log = std::fs::File::create(dir.path().join("registry.log")).expect("log");
-        let child = Command::new(&binary)
-            .arg("serve")
-            .arg(&config_path)
-            .env("OTEL_TRACES_EXPORTER", "none")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|err| panic!("could not start {binary}: {err}"));
-        let mut registry = Self {
-            child,
-            dir,
-            addr,
-            ca_pem,
-        };
-        registry.wait_until_listening();
-        registry
-    }
-
-    fn wait_until_listening(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
-                return;
+        let log_path = dir.path().join("registry.log");
+        for attempt in 1.. {
+            let addr = free_loopback_port();
+            std::fs::write(&config_path, config.replace("ADDR", &addr.to_string()))
+                .expect("config");
+            let log = std::fs::File::create(&log_path).expect("log");
+            let mut child = Command::new(&binary)
+                .arg("serve")
+                .arg(&config_path)
+                .env("OTEL_TRACES_EXPORTER", "none")
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("log"))
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|err| panic!("could not start {binary}: {err}"));
+            match wait_until_listening(&mut child, addr, &log_path) {
+                Ok(()) => {
+                    return Self {
+                        child,
+                        dir,
+                        addr,
+                        ca_pem,
+                    };
+                }
+                Err(why) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    assert!(
+                        attempt < 4 && why.contains("address already in use"),
+                        "{why}"
+                    );
+                }
             }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("docker-registry exited with {status}: {}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
         }
-        panic!(
-            "docker-registry did not listen on {} within 15 s: {}",
-            self.addr,
-            self.log()
-        );
+        unreachable!("the loop returns or panics")
     }
 
     /// What the registry logged so far.
@@ -137,6 +136,24 @@ impl TestRegistry {
     }
 }
 
+/// Waits until `child` accepts connections on `addr`; `Err` with its log when it exits or takes 15 s.
+fn wait_until_listening(child: &mut Child, addr: SocketAddr, log: &Path) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let log = || std::fs::read_to_string(log).unwrap_or_default();
+    while Instant::now() < deadline {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("docker-registry exited with {status}: {}", log()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!(
+        "docker-registry did not listen on {addr} within 15 s: {}",
+        log()
+    ))
+}
 impl Drop for TestRegistry {
     fn drop(&mut self) {
         let _ = self.child.kill();
