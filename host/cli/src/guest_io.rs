@@ -13,9 +13,12 @@ use serde::de::DeserializeOwned;
 /// The guest flags of `eval` and `test`.
 #[derive(clap::Args)]
 pub struct GuestArgs {
-    /// The guest component (.wasm, built for wasm32-wasip2).
+    /// The guest component (.wasm, built for wasm32-wasip2), or a registry
+    /// reference (`REGISTRY/REPO@sha256:...` or `:TAG`).
     #[arg(long)]
     pub guest: PathBuf,
+    #[command(flatten)]
+    pub registry: crate::cmd::registry::RegistryArgs,
     /// Wall-time limit of one decision, in milliseconds.
     #[arg(long, default_value_t = 100)]
     pub deadline_ms: u64,
@@ -44,7 +47,7 @@ impl GuestArgs {
             Some(world) => loader.world(world),
             None => loader,
         };
-        Ok(loader.file(&self.guest)?)
+        crate::cmd::registry::load_guest_blocking(loader, &self.guest, &self.registry)
     }
 }
 

@@ -38,6 +38,18 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// Replay a state with an old module active and a new one in shadow; print the decisions that differ.
     Diff(cmd::diff::Args),
+    /// Push a module file to an OCI registry; prints REF@sha256:<manifest digest>.
+    Push(cmd::push::Args),
+    /// Pull a module from an OCI registry into the OCI cache (and a file).
+    Pull(cmd::pull::Args),
+    /// Show a module's world, contract version, exports, digest and size (a file or a reference).
+    Inspect(cmd::inspect::Args),
+    /// Sign a module in a registry with a cosign-compatible signature.
+    Sign(cmd::sign::Args),
+    /// Verify a module's cosign signature in a registry.
+    Verify(cmd::verify::Args),
+    /// Generate an ECDSA P-256 key pair for `rekon sign`.
+    GenerateKey(cmd::generate_key::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -55,6 +67,12 @@ fn main() -> std::process::ExitCode {
             Command::Run(args) => cmd::run::run(args).await,
             Command::Simulate(args) => cmd::simulate::run(args).await,
             Command::Diff(args) => cmd::diff::run(args).await,
+            Command::Push(args) => cmd::push::run(args).await,
+            Command::Pull(args) => cmd::pull::run(args).await,
+            Command::Inspect(args) => cmd::inspect::run(args).await,
+            Command::Sign(args) => cmd::sign::run(args).await,
+            Command::Verify(args) => cmd::verify::run(args).await,
+            Command::GenerateKey(args) => cmd::generate_key::run(args).await,
         }
     });
     match result {

@@ -18,12 +18,14 @@ use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The version that decides now.
+    /// The version that decides now (a file or a registry reference).
     #[arg(long)]
     old: PathBuf,
-    /// The candidate; must implement the same world as --old.
+    /// The candidate; must implement the same world as --old (a file or a registry reference).
     #[arg(long)]
     new: PathBuf,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Multi-document YAML (or a List) of the objects to start from.
     #[arg(long)]
     state: PathBuf,
@@ -55,8 +57,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     let engine = Engine::new(EngineConfig::default()).context("starting the wasm engine")?;
-    let old = engine.loader().file(&args.old)?;
-    let new = engine.loader().world(old.world()).file(&args.new)?;
+    let old = super::registry::load_guest(engine.loader(), &args.old, &args.registry).await?;
+    let new = super::registry::load_guest(engine.loader().world(old.world()), &args.new, &args.registry).await?;
     // A finite run: every difference is kept (each one bounded).
     let tally = Arc::new(ShadowTally::new(usize::MAX).retaining_bytes(usize::MAX));
     let deciders = match args.guests.as_deref() {

@@ -3,6 +3,13 @@
 pub mod apiserver;
 pub mod diff;
 pub mod eval;
+pub mod generate_key;
+pub mod inspect;
+pub mod pull;
+pub mod push;
+pub mod registry;
 pub mod run;
+pub mod sign;
 pub mod simulate;
 pub mod test;
+pub mod verify;
