@@ -9,6 +9,7 @@ mod guest_io;
 mod guests;
 mod line_diff;
 mod logging;
+mod module_cache;
 
 #[derive(Parser)]
 #[command(

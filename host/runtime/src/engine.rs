@@ -96,12 +96,14 @@ impl Engine {
     }
 
     /// Compiles a component ahead of time into this engine's native format
-    /// (a `.cwasm`), to be loaded later with [`crate::GuestPre::from_precompiled`].
-    pub fn precompile(&self, component: &[u8]) -> Result<Vec<u8>, EngineError> {
-        self.inner
-            .wasmtime
-            .precompile_component(component)
-            .map_err(EngineError::Precompile)
+    /// (a `.cwasm`), to be loaded later with [`crate::GuestLoader::precompiled`].
+    /// `origin` names the module in the progress lines: a large guest (a
+    /// JavaScript or Python runtime, 10-20 MB) compiles for seconds.
+    pub fn precompile(&self, origin: &str, component: &[u8]) -> Result<Vec<u8>, EngineError> {
+        crate::progress::compiling(origin, component.len(), || {
+            self.inner.wasmtime.precompile_component(component)
+        })
+        .map_err(EngineError::Precompile)
     }
 }
 

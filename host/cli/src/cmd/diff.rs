@@ -16,6 +16,8 @@ use rekon_controllers::registry::Selection;
 use rekon_runtime::{Engine, EngineConfig, GuestPre};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
 
+use crate::module_cache::{self, CacheArgs};
+
 #[derive(clap::Args)]
 pub struct Args {
     /// The version that decides now.
@@ -40,6 +42,8 @@ pub struct Args {
     /// Give up after this many seconds per phase.
     #[arg(long, default_value_t = 60)]
     timeout_seconds: u64,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 /// Exit status: 0 when every decision agreed, 1 when any differed (or the new
@@ -55,11 +59,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     let engine = Engine::new(EngineConfig::default()).context("starting the wasm engine")?;
-    let old = engine.loader().file(&args.old)?;
-    let new = engine.loader().world(old.world()).file(&args.new)?;
+    let cache = args.cache.open(&engine)?;
+    let old = module_cache::load_file(&cache, &engine, || engine.loader(), &args.old)?;
+    let new = module_cache::load_file(
+        &cache,
+        &engine,
+        || engine.loader().world(old.world()),
+        &args.new,
+    )?;
     let tally = Arc::new(ShadowTally::new(usize::MAX));
     let deciders = match args.guests.as_deref() {
-        Some(dir) => crate::guests::load_deciders(Some(dir)).await?,
+        Some(dir) => crate::guests::load_deciders(Some(dir), &args.cache).await?,
         None => Deciders::new(),
     };
     let deciders = compared(old.clone(), new.clone(), tally.clone(), deciders);
