@@ -44,9 +44,11 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => {
+    process.exitCode = code;
+  },
   (err: Error) => {
     console.error(`rekon-guest-build: ${err.stack ?? err.message}`);
-    process.exit(1);
+    process.exitCode = 1;
   },
 );

@@ -30,9 +30,11 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => {
+    process.exitCode = code;
+  },
   (err: Error) => {
     console.error(`rekon-guest-cases: ${err.message}`);
-    process.exit(2);
+    process.exitCode = 2;
   },
 );
