@@ -1,7 +1,7 @@
 # rekon — one entry point for people and CI.
 #   make demo    build everything and run the controllers on the embedded API server
 #   make test    build the guests and run every test (what CI runs)
-#   make bench   guest decision benchmark (wasm vs native)
+#   make bench   guest decision benchmarks (wasm vs native; Rust, TypeScript, Python) and end-to-end throughput
 #   make bench-scale       scale benchmark on the embedded API server (SCALE_MAX_N=10000 for a quick run)
 #   make bench-scale-real  rekon vs kube-controller-manager v1.20.2 on a real kube-apiserver
 
@@ -127,6 +127,8 @@ demo: build
 
 bench: guests
 	cargo bench -p rekon-runtime --bench decisions
+	cargo bench -p rekon-runtime --bench languages
+	cargo bench -p rekon-simulate --bench throughput
 
 bench-scale: guests
 	cargo bench -p rekon-simulate --bench scale

@@ -37,6 +37,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Run the controllers on a state file until they converge; print the final state.
     Simulate(cmd::simulate::Args),
+    /// Scaffold a guest project (a decision module) in a new directory.
+    New(cmd::new::Args),
     /// Replay a state with an old module active and a new one in shadow; print the decisions that differ.
     Diff(cmd::diff::Args),
 }
@@ -56,6 +58,7 @@ fn main() -> std::process::ExitCode {
             Command::Run(args) => cmd::run::run(args).await,
             Command::Simulate(args) => cmd::simulate::run(args).await,
             Command::Diff(args) => cmd::diff::run(args).await,
+            Command::New(args) => cmd::new::run(args).await,
         }
     });
     match result {

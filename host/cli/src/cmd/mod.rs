@@ -3,6 +3,7 @@
 pub mod apiserver;
 pub mod diff;
 pub mod eval;
+pub mod new;
 pub mod run;
 pub mod simulate;
 pub mod test;
