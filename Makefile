@@ -1,7 +1,7 @@
 # rekon — one entry point for people and CI.
 #   make demo    build everything and run the controllers on the embedded API server
 #   make test    build the guests and run every test (what CI runs)
-#   make bench   guest decision benchmark (wasm vs native)
+#   make bench   guest decision benchmarks (wasm vs native; Rust, TypeScript, Python) and end-to-end throughput
 #   make bench-scale       scale benchmark on the embedded API server (SCALE_MAX_N=10000 for a quick run)
 #   make bench-scale-real  rekon vs kube-controller-manager v1.20.2 on a real kube-apiserver
 #   make docs    build the book (docs/, mdBook) and check its links and commands
@@ -15,32 +15,119 @@ REKON := $(CARGO_TARGET_DIR)/debug/rekon
 GUEST_CRATES := $(patsubst guests/%/,-p rekon-guest-%,$(filter-out guests/sdk/,$(wildcard guests/*/)))
 
 .PHONY: setup guests reference-guests build test guest-cases demo bench bench-scale bench-scale-real docs
+.PHONY: guests-rust guests-ts guests-py guest-toolchains guest-cases-native test-ts-guests
 
 setup:
 	rustup target add wasm32-wasip2
 
-guests: setup
+guests: guests-rust guests-ts guests-py
+
+guests-rust: setup
 	cargo build --profile $(GUEST_PROFILE) --target wasm32-wasip2 $(GUEST_CRATES)
 
 # The reference modules, one per guest with cases (guests/<world>/cases), as
 # GUESTS_OUT/<world>.wasm: what the image ships (Dockerfile).
 GUESTS_OUT ?= $(CARGO_TARGET_DIR)/reference-guests
-reference-guests: guests
+reference-guests: guests-rust
 	mkdir -p $(GUESTS_OUT)
 	set -e; for cases in guests/*/cases; do \
 	  world=$$(basename $$(dirname $$cases)); \
 	  cp $(REKON_GUEST_DIR)/rekon_guest_$$(echo $$world | tr - _).wasm $(GUESTS_OUT)/$$world.wasm; \
 	done
 
-build: guests
+# ---- TypeScript and Python guests (guests/<world>/ts, guests/<world>/python) ----
+# Built into $(REKON_GUEST_DIR) as rekon_guest_<world>_ts.wasm / _py.wasm beside the
+# Rust rekon_guest_<world>.wasm; every step is a file rule, so a repeated `make guests`
+# only redoes what changed.
+TS_SDK := guests/sdk/ts
+TS_BIN := $(TS_SDK)/node_modules/.bin
+TS_STAMP := $(TS_SDK)/node_modules/.package-lock.json
+PY_SDK := guests/sdk/python
+PY_VENV := $(CARGO_TARGET_DIR)/guest-python-venv
+PY_STAMP := $(PY_VENV)/.requirements
+WIT_FILES := $(wildcard wit/*.wit wit/*/*/*.wit)
+TS_WORLDS := $(patsubst guests/%/ts/,%,$(filter-out guests/sdk/ts/,$(wildcard guests/*/ts/)))
+PY_WORLDS := $(patsubst guests/%/python/,%,$(filter-out guests/sdk/python/,$(wildcard guests/*/python/)))
+guest_wasm = $(REKON_GUEST_DIR)/rekon_guest_$(subst -,_,$(1))_$(2).wasm
+TS_GUESTS := $(foreach w,$(TS_WORLDS),$(call guest_wasm,$(w),ts))
+PY_GUESTS := $(foreach w,$(PY_WORLDS),$(call guest_wasm,$(w),py))
+TS_SDK_SOURCES := $(wildcard $(TS_SDK)/src/*.ts $(TS_SDK)/src/*/*.ts) $(TS_SDK)/tsconfig.base.json
+PY_SDK_SOURCES := $(wildcard $(PY_SDK)/rekon_guest/*.py)
+
+guest-toolchains: $(TS_STAMP) $(PY_STAMP)
+
+$(TS_STAMP): $(TS_SDK)/package-lock.json
+	cd $(TS_SDK) && npm ci --no-audit --no-fund
+	touch $@
+
+$(PY_STAMP): $(PY_SDK)/requirements.txt
+	python3 -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install --quiet --require-hashes -r $<
+	cp $< $@
+
+$(TS_SDK)/dist/.built: $(TS_STAMP) $(TS_SDK_SOURCES) $(TS_SDK)/tsconfig.json
+	$(TS_BIN)/tsc -p $(TS_SDK)
+	touch $@
+
+# One rule set per TypeScript guest: tsc, then componentize (every capability disabled).
+define ts_guest
+guests/$(1)/ts/dist/.built: $(TS_STAMP) $(TS_SDK_SOURCES) $$(wildcard guests/$(1)/ts/src/*.ts) guests/$(1)/ts/tsconfig.json
+	$(TS_BIN)/tsc -p guests/$(1)/ts
+	touch $$@
+
+$(call guest_wasm,$(1),ts): guests/$(1)/ts/dist/.built $(TS_SDK)/dist/.built $(WIT_FILES)
+	@mkdir -p $$(@D)
+	node $(TS_SDK)/dist/build.js --world $(1) --wit wit -o $$@ guests/$(1)/ts/dist/$(1)/ts/src/guest.js
+endef
+$(foreach w,$(TS_WORLDS),$(eval $(call ts_guest,$(w))))
+
+define py_guest
+$(call guest_wasm,$(1),py): $(PY_STAMP) $(PY_SDK_SOURCES) $$(wildcard guests/$(1)/python/*.py) $(WIT_FILES)
+	@mkdir -p $$(@D)
+	cd guests/$(1)/python && $(PY_VENV)/bin/componentize-py -d $(CURDIR)/wit -w rekon:reconcile/$(1)@0.2.0 \
+	  componentize app -p . -p $(CURDIR)/$(PY_SDK) -o $$@.partial
+	mv $$@.partial $$@
+endef
+$(foreach w,$(PY_WORLDS),$(eval $(call py_guest,$(w))))
+
+guests-ts: $(TS_GUESTS) $(TS_SDK)/dist/.built
+guests-py: $(PY_GUESTS)
+
+# The case files natively: the TypeScript runner (Node) and pytest, per guest.
+guest-cases-native: $(TS_SDK)/dist/.built $(foreach w,$(TS_WORLDS),guests/$(w)/ts/dist/.built) $(PY_STAMP)
+	set -e; for w in $(TS_WORLDS); do \
+	  node $(TS_SDK)/dist/cases/cli.js --world $$w --guest guests/$$w/ts/dist/$$w/ts/src/guest.js guests/$$w/cases; \
+	done
+	set -e; for w in $(PY_WORLDS); do \
+	  PYTHONPATH=$(PY_SDK) $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider guests/$$w/python; \
+	done
+
+build: guests-rust
 	cargo build -p rekon
 
 # guests/<world>/cases against the module built from guests/<world>.
-guest-cases: build
+guest-cases: build guests-ts guests-py
 	set -e; for cases in guests/*/cases; do \
 	  guest=$$(basename $$(dirname $$cases) | tr - _); \
 	  $(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_$$guest.wasm $$cases; \
 	done
+	$(MAKE) guest-cases-native
+	set -e; for wasm in $(TS_GUESTS) $(PY_GUESTS); do \
+	  world=$$(basename $$wasm .wasm | sed 's/^rekon_guest_//; s/_[a-z]*$$//' | tr _ -); \
+	  echo "rekon test $$wasm guests/$$world/cases"; \
+	  $(REKON) test --guest $$wasm guests/$$world/cases; \
+	done
+
+# The main end-to-end tests with the TypeScript guests as the only modules: a guest
+# directory holding each rekon_guest_<world>_ts.wasm under the conventional Rust name.
+TS_ONLY_GUEST_DIR := $(CARGO_TARGET_DIR)/ts-only-guests
+test-ts-guests: guests-ts
+	rm -rf $(TS_ONLY_GUEST_DIR) && mkdir -p $(TS_ONLY_GUEST_DIR)
+	for w in $(TS_WORLDS); do \
+	  cp $(REKON_GUEST_DIR)/rekon_guest_$$(echo $$w | tr - _)_ts.wasm $(TS_ONLY_GUEST_DIR)/rekon_guest_$$(echo $$w | tr - _).wasm; \
+	done
+	REKON_GUEST_DIR=$(TS_ONLY_GUEST_DIR) cargo test -p rekon-tests --no-fail-fast \
+	  --test pvc_protection --test resource_claim --test ephemeral_volume --test controllers
 
 test: guests
 	cargo test --workspace --no-fail-fast
@@ -51,6 +138,8 @@ demo: build
 
 bench: guests
 	cargo bench -p rekon-runtime --bench decisions
+	cargo bench -p rekon-runtime --bench languages
+	cargo bench -p rekon-simulate --bench throughput
 
 bench-scale: guests
 	cargo bench -p rekon-simulate --bench scale

@@ -10,6 +10,8 @@ use std::collections::BTreeSet;
 use rekon_runtime::{Engine, EngineConfig, GuestPre, JsonDecisionError, Limits, World};
 use serde::de::DeserializeOwned;
 
+use crate::module_cache::CacheArgs;
+
 /// The guest flags of `eval` and `test`.
 #[derive(clap::Args)]
 pub struct GuestArgs {
@@ -25,6 +27,8 @@ pub struct GuestArgs {
     /// Memory cap of one decision, in MiB.
     #[arg(long, default_value_t = 64)]
     pub memory_mib: usize,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 impl GuestArgs {
@@ -42,12 +46,18 @@ impl GuestArgs {
             default_limits: limits,
         })
         .context("starting the wasm engine")?;
-        let loader = engine.loader();
-        let loader = match world {
-            Some(world) => loader.world(world),
-            None => loader,
+        let cache = self.cache.open(&engine)?;
+        let loader = || match world {
+            Some(world) => engine.loader().world(world),
+            None => engine.loader(),
         };
-        crate::cmd::registry::load_guest_blocking(loader, &self.guest, &self.registry)
+        crate::cmd::registry::load_guest_blocking(
+            &cache,
+            &engine,
+            loader,
+            &self.guest,
+            &self.registry,
+        )
     }
 }
 

@@ -16,12 +16,13 @@ use rekon_ops::{GuestStatus, ShadowOutcome};
 use rekon_runtime::World;
 use rekon_simulate::Deciders;
 
+use crate::module_cache::CacheArgs;
+
 /// How `run` serves modules.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModuleArgs {
-    /// Keep precompiled modules here across restarts (a directory private to rekon).
-    #[arg(long, env = "REKON_CACHE_DIR")]
-    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// Write the module status (active/shadow/previous digests, swaps, rejections,
     /// shadow agreement, rollbacks) here as JSON after every change.
     #[arg(long, env = "REKON_STATUS_FILE")]
@@ -36,9 +37,12 @@ fn options(dir: Option<&Path>) -> anyhow::Result<ModulesOptions> {
     Ok(ModulesOptions::new(dir))
 }
 
-/// Loads both controllers' modules once (no watching): for `simulate`.
-pub async fn load_deciders(dir: Option<&Path>) -> anyhow::Result<Deciders> {
-    let modules = Modules::open(options(dir)?).await?;
+/// Loads both controllers' modules once (no watching), through the
+/// precompiled cache: for `simulate` and `diff`.
+pub async fn load_deciders(dir: Option<&Path>, cache: &CacheArgs) -> anyhow::Result<Deciders> {
+    let mut options = options(dir)?;
+    options.cache_dir = cache.dir()?;
+    let modules = Modules::open(options).await?;
     Ok(modules.deciders())
 }
 
@@ -52,7 +56,7 @@ pub async fn serve(
     metrics: Arc<dyn GuestStatus>,
 ) -> anyhow::Result<(Deciders, Watching)> {
     let mut options = options(dir)?;
-    options.cache_dir = args.cache_dir.clone();
+    options.cache_dir = args.cache.dir()?;
     options.status_file = args.status_file.clone();
     options.events = EventTarget::from_env(client);
     options.observer = Arc::new(MetricsBridge(metrics));

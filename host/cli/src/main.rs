@@ -9,6 +9,7 @@ mod guest_io;
 mod guests;
 mod line_diff;
 mod logging;
+mod module_cache;
 
 #[derive(Parser)]
 #[command(
@@ -36,6 +37,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Run the controllers on a state file until they converge; print the final state.
     Simulate(cmd::simulate::Args),
+    /// Scaffold a guest project (a decision module) in a new directory.
+    New(cmd::new::Args),
     /// Replay a state with an old module active and a new one in shadow; print the decisions that differ.
     Diff(cmd::diff::Args),
     /// Push a module file to an OCI registry; prints REF@sha256:<manifest digest>.
@@ -73,6 +76,7 @@ fn main() -> std::process::ExitCode {
             Command::Sign(args) => cmd::sign::run(args).await,
             Command::Verify(args) => cmd::verify::run(args).await,
             Command::GenerateKey(args) => cmd::generate_key::run(args).await,
+            Command::New(args) => cmd::new::run(args).await,
         }
     });
     match result {

@@ -33,7 +33,7 @@ fn main() {
         std::fs::read(built_guest("rekon_guest_pvc_protection")).expect("make guests first");
     let claim = std::fs::read(built_guest("rekon_guest_resource_claim")).unwrap();
     let engine = Engine::new(EngineConfig::default()).unwrap();
-    let precompiled = engine.precompile(&reference).unwrap();
+    let precompiled = engine.precompile("reference", &reference).unwrap();
 
     let mut rows = Vec::new();
     rows.push((

@@ -100,8 +100,10 @@ impl PrecompiledCache {
         let Some(path) = self.path(module) else {
             return Ok(());
         };
-        // Write-then-rename: readers see the old file or the whole new one.
-        let tmp = path.with_extension("tmp");
+        // Write-then-rename: readers see the old file or the whole new one. The
+        // temporary name is the process's own: several rekon processes (tests,
+        // a `rekon test` beside a `rekon run`) may share the directory.
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
         std::fs::write(&tmp, bytes)?;
         std::fs::rename(&tmp, &path)?;
         std::fs::write(sidecar(&path), hex::encode(Sha256::digest(bytes)))

@@ -81,7 +81,7 @@ impl Loader {
         limits: Limits,
         file: &ModuleFile,
     ) -> Result<GuestPre, LoadError> {
-        match self.engine.precompile(&file.bytes) {
+        match self.engine.precompile(&origin(file), &file.bytes) {
             Ok(precompiled) => {
                 let precompiled: Arc<[u8]> = precompiled.into();
                 let guest = self.deserialize(world, limits, file, &precompiled)?;

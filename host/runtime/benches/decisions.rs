@@ -25,9 +25,9 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod support;
 
-use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rekon_guest::projection::{claim, pvc};
 use rekon_guest_pvc_protection::logic as pvc_logic;
@@ -35,50 +35,9 @@ use rekon_guest_resource_claim::logic as claim_logic;
 use rekon_runtime::testing::{built_guest, contract_fixture};
 use rekon_runtime::{Engine, EngineConfig, GuestPre, Limits, World};
 
+use support::{Stats, sample, us};
+
 const SIZES: [usize; 4] = [1, 10, 100, 1000];
-const WARMUP: usize = 50;
-const MIN_SAMPLES: usize = 200;
-const MAX_SAMPLES: usize = 20_000;
-const BUDGET: Duration = Duration::from_millis(1500);
-
-/// Times `run` on fresh copies of `input`; only `run` is inside the timer.
-fn sample<I: Clone, O>(input: &I, mut run: impl FnMut(I) -> O) -> Stats {
-    for _ in 0..WARMUP {
-        black_box(run(input.clone()));
-    }
-    let mut samples = Vec::with_capacity(MAX_SAMPLES);
-    let started = Instant::now();
-    while samples.len() < MAX_SAMPLES && (samples.len() < MIN_SAMPLES || started.elapsed() < BUDGET)
-    {
-        let input = input.clone();
-        let t0 = Instant::now();
-        let output = black_box(run(black_box(input)));
-        samples.push(t0.elapsed());
-        drop(output);
-    }
-    Stats::of(samples)
-}
-
-struct Stats {
-    p50: Duration,
-    p99: Duration,
-}
-
-impl Stats {
-    fn of(mut samples: Vec<Duration>) -> Self {
-        samples.sort_unstable();
-        let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-        Self {
-            p50: at(0.50),
-            p99: at(0.99),
-        }
-    }
-}
-
-fn us(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64() * 1e6)
-}
-
 /// One table row: the 0.2.0 guest, its native logic, and the 0.1.0 fixture.
 struct Row<'a> {
     case: &'a str,

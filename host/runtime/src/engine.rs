@@ -92,27 +92,33 @@ impl Engine {
     }
 
     /// Compiles a component ahead of time into this engine's native format
-    /// (a `.cwasm`), to be loaded later with [`crate::GuestPre::from_precompiled`].
-    pub fn precompile(&self, component: &[u8]) -> Result<Vec<u8>, EngineError> {
-        self.inner
-            .wasmtime
-            .precompile_component(component)
-            .map_err(EngineError::Precompile)
+    /// (a `.cwasm`), to be loaded later with [`crate::GuestLoader::precompiled`].
+    /// `origin` names the module in the progress lines: a large guest (a
+    /// JavaScript or Python runtime, 10-20 MB) compiles for seconds.
+    pub fn precompile(&self, origin: &str, component: &[u8]) -> Result<Vec<u8>, EngineError> {
+        crate::progress::compiling(origin, component.len(), || {
+            self.inner.wasmtime.precompile_component(component)
+        })
+        .map_err(EngineError::Precompile)
     }
 }
 
 fn wasmtime_config(config: &EngineConfig) -> Config {
     let instances = config.max_concurrent_decisions;
     let mut pool = PoolingAllocationConfig::new();
-    // A guest is one component made of a few core modules (the Rust module plus
-    // the adapter shims); each may own one memory and one table.
+    // A guest is one component made of several core modules: a Rust guest and
+    // its adapter shims are a few, a componentize-py guest (libpython, libc and
+    // their shims, dynamically linked) a dozen or more. The totals let every
+    // concurrent decision have its component's maximum, so a large guest is
+    // never refused an instance while decisions are under the limit; the cost
+    // is address space (slots are reserved, not committed).
     pool.total_component_instances(instances)
-        .total_core_instances(instances * 8)
-        .total_memories(instances * 2)
-        .total_tables(instances * 4)
-        .max_core_instances_per_component(16)
-        .max_memories_per_component(4)
-        .max_tables_per_component(8)
+        .total_core_instances(instances * CORE_INSTANCES_PER_COMPONENT)
+        .total_memories(instances * MEMORIES_PER_COMPONENT)
+        .total_tables(instances * TABLES_PER_COMPONENT)
+        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+        .max_memories_per_component(MEMORIES_PER_COMPONENT)
+        .max_tables_per_component(TABLES_PER_COMPONENT)
         .max_memory_size(config.max_memory_bytes);
     // Resetting a memory slot with madvise makes the next decision page-fault
     // every page it touches again (~40% of a small decision). With PAGEMAP_SCAN
@@ -132,6 +138,11 @@ fn wasmtime_config(config: &EngineConfig) -> Config {
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     wasm
 }
+
+/// Core instances, memories and tables one guest component may have.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 32;
+const MEMORIES_PER_COMPONENT: u32 = 4;
+const TABLES_PER_COMPONENT: u32 = 8;
 
 /// Bytes of each memory and table slot reset in place rather than decommitted.
 const KEEP_RESIDENT: usize = 1 << 20;
@@ -199,5 +210,43 @@ impl Drop for EpochTicker {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::id::GuestId;
+
+    /// A component of `n` core instances of one module.
+    fn component_of(n: usize) -> String {
+        let instances: String = (0..n)
+            .map(|i| format!("(core instance $i{i} (instantiate $m))\n"))
+            .collect();
+        format!("(component (core module $m (func)) {instances})")
+    }
+
+    /// What a componentize-py guest looks like to the pool: many core
+    /// instances per component. Every allowed decision must get one.
+    #[test]
+    fn as_many_large_guests_as_decisions_allowed_instantiate_at_once() {
+        let decisions = 4;
+        let engine = Engine::new(EngineConfig {
+            max_concurrent_decisions: decisions,
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        let component =
+            wasmtime::component::Component::new(engine.wasmtime(), component_of(14)).unwrap();
+        let stores: Vec<_> = (0..decisions)
+            .map(|_| {
+                let state = DecisionState::new(GuestId::of("large", b"wat"), 64 << 20);
+                let mut store = wasmtime::Store::new(engine.wasmtime(), state);
+                let instance = engine.linker().instantiate(&mut store, &component);
+                assert!(instance.is_ok(), "{:?}", instance.err());
+                store
+            })
+            .collect();
+        assert_eq!(stores.len(), decisions as usize);
     }
 }

@@ -102,6 +102,7 @@ pub struct GuestLoader<'e> {
     engine: &'e Engine,
     world: Option<World>,
     limits: Limits,
+    id: Option<GuestId>,
 }
 
 impl<'e> GuestLoader<'e> {
@@ -110,7 +111,20 @@ impl<'e> GuestLoader<'e> {
             engine,
             world: None,
             limits: engine.config().default_limits,
+            id: None,
         }
+    }
+
+    /// Names the guest `id` rather than after the bytes loaded: a module loaded
+    /// from its precompiled form keeps the name and digest of its component.
+    pub fn id(mut self, id: GuestId) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// The id given with [`Self::id`], else `name` with the digest of `bytes`.
+    fn id_or(&mut self, name: &str, bytes: &[u8]) -> GuestId {
+        self.id.take().unwrap_or_else(|| GuestId::of(name, bytes))
     }
 
     /// Require this world; without it the world is detected from the exports.
@@ -126,28 +140,16 @@ impl<'e> GuestLoader<'e> {
     }
 
     /// Loads a component file; the guest is named after the file stem.
-    pub fn file(self, path: impl AsRef<Path>) -> Result<GuestPre, LoadError> {
-        let path = path.as_ref();
-        let origin = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-            origin: origin.clone(),
-            source,
-        })?;
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| origin.clone());
-        self.load(origin, GuestId::of(name, &bytes), &bytes, Format::Component)
+    pub fn file(mut self, path: impl AsRef<Path>) -> Result<GuestPre, LoadError> {
+        let file = ComponentFile::read(path.as_ref())?;
+        let id = self.id_or(&file.name, &file.bytes);
+        self.load(file.origin, id, &file.bytes, Format::Component)
     }
 
     /// Loads a component (binary, or WAT text) held in memory.
-    pub fn bytes(self, name: &str, bytes: &[u8]) -> Result<GuestPre, LoadError> {
-        self.load(
-            name.to_owned(),
-            GuestId::of(name, bytes),
-            bytes,
-            Format::Component,
-        )
+    pub fn bytes(mut self, name: &str, bytes: &[u8]) -> Result<GuestPre, LoadError> {
+        let id = self.id_or(name, bytes);
+        self.load(name.to_owned(), id, bytes, Format::Component)
     }
 
     /// Loads a component precompiled by [`Engine::precompile`] (a `.cwasm`).
@@ -156,13 +158,9 @@ impl<'e> GuestLoader<'e> {
     ///
     /// The bytes must come from [`Engine::precompile`] of a compatible engine and
     /// be trusted: wasmtime maps them as executable code without validation.
-    pub unsafe fn precompiled(self, name: &str, bytes: &[u8]) -> Result<GuestPre, LoadError> {
-        self.load(
-            name.to_owned(),
-            GuestId::of(name, bytes),
-            bytes,
-            Format::Precompiled,
-        )
+    pub unsafe fn precompiled(mut self, name: &str, bytes: &[u8]) -> Result<GuestPre, LoadError> {
+        let id = self.id_or(name, bytes);
+        self.load(name.to_owned(), id, bytes, Format::Precompiled)
     }
 
     fn load(
@@ -217,6 +215,34 @@ impl<'e> GuestLoader<'e> {
     }
 }
 
+/// A component read from disk, before it is compiled.
+pub struct ComponentFile {
+    /// The path as errors and logs show it.
+    pub origin: String,
+    /// The file stem: what the guest is named.
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl ComponentFile {
+    pub fn read(path: &Path) -> Result<Self, LoadError> {
+        let origin = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            origin: origin.clone(),
+            source,
+        })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| origin.clone());
+        Ok(Self {
+            origin,
+            name,
+            bytes,
+        })
+    }
+}
+
 enum Format {
     Component,
     Precompiled,
@@ -239,7 +265,10 @@ fn compile(engine: &Engine, origin: &str, bytes: &[u8]) -> Result<Component, Loa
     }
     // Anything else (a component, or WAT text for hand-written test components)
     // is left to the compiler, whose error says what is wrong.
-    Component::new(engine.wasmtime(), bytes).map_err(|source| LoadError::Compile {
+    crate::progress::compiling(origin, bytes.len(), || {
+        Component::new(engine.wasmtime(), bytes)
+    })
+    .map_err(|source| LoadError::Compile {
         origin: origin.to_owned(),
         source,
     })

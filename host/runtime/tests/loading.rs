@@ -169,7 +169,7 @@ fn memory_cap_above_the_engine_maximum_is_refused() {
 fn precompiled_component_loads_and_decides_like_the_original() {
     let engine = engine();
     let bytes = std::fs::read(built_guest("rekon_guest_pvc_protection")).unwrap();
-    let cwasm = engine.precompile(&bytes).unwrap();
+    let cwasm = engine.precompile("pvc-protection", &bytes).unwrap();
 
     let err = engine.loader().bytes("cwasm", &cwasm).unwrap_err();
     assert!(matches!(err, LoadError::Precompiled { .. }), "{err}");

@@ -5,6 +5,9 @@
 //! and count decisions per second. The difference is the whole wasm cost on the
 //! reconcile path: input conversion, a fresh instance, the call, decoding.
 //!
+//! The wasm rows run each language whose modules are built (Rust, TypeScript),
+//! compiled once before the runs; a language not built is skipped with a line.
+//!
 //! `cargo bench -p rekon-simulate --bench throughput` (after `make guests`).
 
 use std::sync::Arc;
@@ -13,7 +16,7 @@ use std::time::{Duration, Instant};
 use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
 use rekon_controllers::decider::{Native, Slot};
 use rekon_controllers::journal::{Entry, Journal};
-use rekon_runtime::{Engine, EngineConfig, World};
+use rekon_runtime::{Engine, EngineConfig, GuestPre, World};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, simulate};
 use serde_json::{Value, json};
 
@@ -45,22 +48,51 @@ fn state() -> Vec<Value> {
     objects
 }
 
-fn wasm() -> Deciders {
-    let dir = rekon_runtime::testing::guest_dir();
-    let engine = Engine::new(EngineConfig::default()).expect("engine");
-    let pvc = engine
-        .loader()
-        .world(World::of::<rekon_contract::PvcProtectionWorld>())
-        .file(dir.join("rekon_guest_pvc_protection.wasm"))
-        .expect("run `make guests`");
-    let claim = engine
-        .loader()
-        .world(World::of::<rekon_contract::ResourceClaimWorld>())
-        .file(dir.join("rekon_guest_resource_claim.wasm"))
-        .expect("run `make guests`");
-    Deciders::new()
-        .with(Arc::new(Slot::<PvcProtectionWorld>::new(Arc::new(pvc))))
-        .with(Arc::new(Slot::<ResourceClaimWorld>::new(Arc::new(claim))))
+/// The pvc-protection and resource-claim modules of one language, compiled once.
+#[derive(Clone)]
+struct Guests {
+    language: &'static str,
+    pvc: GuestPre,
+    claim: GuestPre,
+}
+
+impl Guests {
+    /// `suffix` is the language's file suffix (`""` for Rust, `"_ts"`); `None`
+    /// when its modules are not built.
+    fn load(engine: &Engine, language: &'static str, suffix: &str) -> Option<Self> {
+        let dir = rekon_runtime::testing::guest_dir();
+        let path = |world: &str| dir.join(format!("rekon_guest_{world}{suffix}.wasm"));
+        let (pvc, claim) = (path("pvc_protection"), path("resource_claim"));
+        if let Some(missing) = [&pvc, &claim].into_iter().find(|p| !p.is_file()) {
+            println!(
+                "skipped the {language} guests: {} is not built (run `make guests`)",
+                missing.display()
+            );
+            return None;
+        }
+        let load = |path: &std::path::Path, world| {
+            engine
+                .loader()
+                .world(world)
+                .file(path)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        Some(Self {
+            language,
+            pvc: load(&pvc, World::of::<PvcProtectionWorld>()),
+            claim: load(&claim, World::of::<ResourceClaimWorld>()),
+        })
+    }
+
+    fn deciders(&self) -> Deciders {
+        Deciders::new()
+            .with(Arc::new(Slot::<PvcProtectionWorld>::new(Arc::new(
+                self.pvc.clone(),
+            ))))
+            .with(Arc::new(Slot::<ResourceClaimWorld>::new(Arc::new(
+                self.claim.clone(),
+            ))))
+    }
 }
 
 fn native() -> Deciders {
@@ -98,27 +130,51 @@ async fn run(deciders: Deciders) -> (usize, f64) {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    // Warm up both paths once (compilation, first connections).
+    let engine = Engine::new(EngineConfig::default()).expect("engine");
+    let languages: Vec<Guests> = [("Rust", ""), ("TypeScript", "_ts")]
+        .into_iter()
+        .filter_map(|(language, suffix)| Guests::load(&engine, language, suffix))
+        .collect();
+    // Warm up every path once (first connections, first instances).
     let _ = run(native()).await;
-    let _ = run(wasm()).await;
+    for guests in &languages {
+        let _ = run(guests.deciders()).await;
+    }
     let mut native_rates = Vec::new();
-    let mut wasm_rates = Vec::new();
+    let mut wasm_rates = vec![Vec::new(); languages.len()];
     for _ in 0..3 {
         native_rates.push(run(native()).await);
-        wasm_rates.push(run(wasm()).await);
+        for (guests, rates) in languages.iter().zip(&mut wasm_rates) {
+            rates.push(run(guests.deciders()).await);
+        }
     }
     let median = |v: &mut Vec<(usize, f64)>| {
         v.sort_by(|a, b| a.1.total_cmp(&b.1));
         v[v.len() / 2]
     };
     let (nd, n) = median(&mut native_rates);
-    let (wd, w) = median(&mut wasm_rates);
     println!(
         "end-to-end reconcile throughput, {N} deleting PVCs + {N} pods with a template claim (median of 3)"
     );
-    println!("| host | decisions | decisions/s |");
-    println!("|---|---|---|");
-    println!("| native-linked logic | {nd} | {n:.0} |");
-    println!("| wasm guests | {wd} | {w:.0} |");
-    println!("wasm/native throughput ratio: {:.2}", w / n);
+    println!("| host | decisions | decisions/s | ratio to native |");
+    println!("|---|---|---|---|");
+    println!("| native-linked logic | {nd} | {n:.0} | 1.00 |");
+    let mut rust = None;
+    for (guests, rates) in languages.iter().zip(&mut wasm_rates) {
+        let (wd, w) = median(rates);
+        println!(
+            "| wasm guests, {} | {wd} | {w:.0} | {:.2} |",
+            guests.language,
+            w / n
+        );
+        if guests.language == "Rust" {
+            rust = Some(w);
+        } else if let Some(rust) = rust {
+            println!(
+                "{} / Rust guests throughput ratio: {:.2}",
+                guests.language,
+                w / rust
+            );
+        }
+    }
 }

@@ -16,6 +16,8 @@ use rekon_controllers::registry::Selection;
 use rekon_runtime::{Engine, EngineConfig, GuestPre};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
 
+use crate::module_cache::CacheArgs;
+
 #[derive(clap::Args)]
 pub struct Args {
     /// The version that decides now (a file or a registry reference).
@@ -42,6 +44,8 @@ pub struct Args {
     /// Give up after this many seconds per phase.
     #[arg(long, default_value_t = 60)]
     timeout_seconds: u64,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 /// Exit status: 0 when every decision agreed, 1 when any differed (or the new
@@ -57,12 +61,27 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     let engine = Engine::new(EngineConfig::default()).context("starting the wasm engine")?;
-    let old = super::registry::load_guest(engine.loader(), &args.old, &args.registry).await?;
-    let new = super::registry::load_guest(engine.loader().world(old.world()), &args.new, &args.registry).await?;
+    let cache = args.cache.open(&engine)?;
+    let old = super::registry::load_guest(
+        &cache,
+        &engine,
+        || engine.loader(),
+        &args.old,
+        &args.registry,
+    )
+    .await?;
+    let new = super::registry::load_guest(
+        &cache,
+        &engine,
+        || engine.loader().world(old.world()),
+        &args.new,
+        &args.registry,
+    )
+    .await?;
     // A finite run: every difference is kept (each one bounded).
     let tally = Arc::new(ShadowTally::new(usize::MAX).retaining_bytes(usize::MAX));
     let deciders = match args.guests.as_deref() {
-        Some(dir) => crate::guests::load_deciders(Some(dir)).await?,
+        Some(dir) => crate::guests::load_deciders(Some(dir), &args.cache).await?,
         None => Deciders::new(),
     };
     let deciders = compared(old.clone(), new.clone(), tally.clone(), deciders);

@@ -5,6 +5,7 @@ pub mod diff;
 pub mod eval;
 pub mod generate_key;
 pub mod inspect;
+pub mod new;
 pub mod pull;
 pub mod push;
 pub mod registry;

@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use rekon_modules::PrecompiledCache;
 use rekon_oci::{ModuleRef, PullRequest, Puller, PullerOptions, RegistryOptions};
-use rekon_runtime::{GuestLoader, GuestPre};
+use rekon_runtime::{Engine, GuestLoader, GuestPre};
+
+use crate::module_cache;
 
 /// Registry flags.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -135,33 +138,45 @@ pub fn is_reference(spec: &Path) -> bool {
 }
 
 /// Loads the guest `spec` names: a component file, or a registry reference.
-pub async fn load_guest(
-    loader: GuestLoader<'_>,
+pub async fn load_guest<'e>(
+    cache: &PrecompiledCache,
+    engine: &'e Engine,
+    loader: impl Fn() -> GuestLoader<'e>,
     spec: &Path,
     registry: &RegistryArgs,
 ) -> anyhow::Result<GuestPre> {
     if !is_reference(spec) {
-        return Ok(loader.file(spec)?);
+        return Ok(module_cache::load_file(cache, engine, loader, spec)?);
     }
     let reference = spec.to_string_lossy();
     let pulled = registry
         .pull(&reference, None)
         .await
         .with_context(|| format!("pulling {reference}"))?;
-    Ok(loader.bytes(&pulled.image, &pulled.bytes)?)
+    Ok(module_cache::load_bytes(
+        cache,
+        engine,
+        loader,
+        &pulled.image,
+        pulled.image.clone(),
+        &pulled.bytes,
+    )?)
 }
 
 /// [`load_guest`] from synchronous code running on the multi-threaded runtime of `main`.
-pub fn load_guest_blocking(
-    loader: GuestLoader<'_>,
+pub fn load_guest_blocking<'e>(
+    cache: &PrecompiledCache,
+    engine: &'e Engine,
+    loader: impl Fn() -> GuestLoader<'e>,
     spec: &Path,
     registry: &RegistryArgs,
 ) -> anyhow::Result<GuestPre> {
     if !is_reference(spec) {
-        return Ok(loader.file(spec)?);
+        return Ok(module_cache::load_file(cache, engine, loader, spec)?);
     }
     tokio::task::block_in_place(|| {
-        tokio::runtime::Handle::current().block_on(load_guest(loader, spec, registry))
+        tokio::runtime::Handle::current()
+            .block_on(load_guest(cache, engine, loader, spec, registry))
     })
 }
 

@@ -50,6 +50,8 @@ pub struct Args {
     /// all, `-name` to disable one (e.g. `*,-resource-claim`).
     #[arg(long, default_value = "*")]
     controllers: rekon_controllers::registry::Selection,
+    #[command(flatten)]
+    cache: crate::module_cache::CacheArgs,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -72,7 +74,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let deciders = crate::guests::load_deciders(args.guests.as_deref()).await?;
+    let deciders = crate::guests::load_deciders(args.guests.as_deref(), &args.cache).await?;
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::with_sink(Box::new(
             std::fs::File::create(path)
