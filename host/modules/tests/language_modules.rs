@@ -4,7 +4,6 @@
 //! conventional names are read; guests.yaml picks any of them by name.
 
 use rekon_contract::PvcProtectionWorld;
-use rekon_controllers::decider::Decider as _;
 use rekon_guest::model::{PvcAction, PvcDecision, PvcInput};
 use rekon_modules::{ModuleDigest, Modules, ModulesOptions};
 use rekon_runtime::testing::built_guest;
