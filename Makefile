@@ -93,8 +93,14 @@ $(foreach w,$(PY_WORLDS),$(eval $(call py_guest,$(w))))
 guests-ts: $(TS_GUESTS) $(TS_SDK)/dist/.built
 guests-py: $(PY_GUESTS)
 
-# The case files natively: the TypeScript runner (Node) and pytest, per guest.
+# The SDKs' own tests, then the case files natively: the TypeScript runner (Node)
+# and pytest, per guest (one pytest per guest: each loads its own world's bindings).
 guest-cases-native: $(TS_SDK)/dist/.built $(foreach w,$(TS_WORLDS),guests/$(w)/ts/dist/.built) $(PY_STAMP)
+	rm -rf $(CARGO_TARGET_DIR)/ts-types-check && node $(TS_SDK)/scripts/types.mjs $(CARGO_TARGET_DIR)/ts-types-check
+	diff -r $(TS_SDK)/generated $(CARGO_TARGET_DIR)/ts-types-check || \
+	  { echo "$(TS_SDK)/generated is stale: run npm run types in $(TS_SDK)"; exit 1; }
+	node --test $(TS_SDK)/dist/tests/
+	PYTHONPATH=$(PY_SDK) $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PY_SDK)/tests
 	set -e; for w in $(TS_WORLDS); do \
 	  node $(TS_SDK)/dist/cases/cli.js --world $$w --guest guests/$$w/ts/dist/$$w/ts/src/guest.js guests/$$w/cases; \
 	done

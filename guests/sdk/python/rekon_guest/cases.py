@@ -5,15 +5,10 @@ Case inputs are the host's model in its serde form (kebab-case fields,
 componentize-py bindings of the world, projected the way the host projects them
 (pvc-protection: slim pods of the PVC's namespace; claim key: a ``pod-state`` per
 pod), handed to the guest, and its result compared with ``expect`` read the same
-way. A guest's test module::
+way. A guest's test module is two lines (see :func:`world_tests`)::
 
     from rekon_guest import cases
-    cases.use_bindings("pvc-protection", Path(__file__).parent)
-    import app
-
-    @pytest.mark.parametrize("case", cases.collect(CASES_DIR), ids=str)
-    def test_case_holds(case):
-        cases.check("pvc-protection", app.PvcDecider(), case)
+    test_there_are_enough_cases, test_case_holds = cases.world_tests("pvc-protection", Path(__file__).parent, 24)
 """
 
 from __future__ import annotations
@@ -21,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
+import sys
 import typing
 from dataclasses import dataclass
 from enum import Enum
@@ -319,3 +315,29 @@ def check(world: str, guest: Any, case: Case) -> None:
         raise CaseError(f"{case}: expect is not a valid `{case.decision}` result: {err}") from None
     actual = getattr(guest, decision.method)(projected)
     assert actual == expected, f"{case}: decision differs\n  expected {encode(expected)}\n  actual   {encode(actual)}"
+
+
+def world_tests(world: str, guest_dir: Path, minimum: int = 1) -> tuple[Callable[[], None], Callable[[Case], None]]:
+    """The two pytest tests of a guest, for its test module to bind by name::
+
+        test_there_are_enough_cases, test_case_holds = cases.world_tests("pvc-protection", Path(__file__).parent, 24)
+
+    Generates the world's bindings, imports the guest's ``app`` module and runs
+    every case of ``guest_dir/../cases`` against the world's exported class."""
+    import pytest
+
+    use_bindings(world, guest_dir)
+    if str(guest_dir) not in sys.path:
+        sys.path.insert(0, str(guest_dir))
+    app = importlib.import_module("app")
+    guest_class = getattr(app, WORLDS[world][0])
+    found = collect(guest_dir.parent / "cases")
+
+    def test_there_are_enough_cases() -> None:
+        assert len(found) >= minimum, f"only {len(found)} cases"
+
+    @pytest.mark.parametrize("case", found, ids=str)
+    def test_case_holds(case: Case) -> None:
+        check(world, guest_class(), case)
+
+    return test_there_are_enough_cases, test_case_holds
