@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rekon_runtime::{Limits, World};
 
 use crate::config::{
-    AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode, ModuleRef,
+    AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode, ModuleRef,
 };
 use crate::digest::ModuleDigest;
 
@@ -83,6 +83,8 @@ pub struct ControllerPlan {
     pub mode: Mode,
     pub limits: Limits,
     pub auto_rollback: Option<AutoRollback>,
+    /// In mode shadow: promote the shadow on evidence.
+    pub auto_promote: Option<AutoPromote>,
     /// Whether a guests.yaml pinned the digests (else they are only logged).
     pub pinned: bool,
 }
@@ -96,6 +98,7 @@ pub struct Fingerprint {
     mode: Mode,
     limits: Limits,
     auto_rollback: Option<(u64, u64)>,
+    auto_promote: Option<AutoPromote>,
 }
 
 impl ControllerPlan {
@@ -109,6 +112,7 @@ impl ControllerPlan {
             auto_rollback: self
                 .auto_rollback
                 .map(|p| (p.max_failure_fraction.to_bits(), p.min_decisions)),
+            auto_promote: self.auto_promote,
         }
     }
 }
@@ -208,6 +212,7 @@ fn configured(
         mode: config.mode,
         limits: config.limits(defaults),
         auto_rollback: config.auto_rollback,
+        auto_promote: config.auto_promote,
         pinned: true,
     })
 }
@@ -237,6 +242,7 @@ fn conventional(
         mode: Mode::Active,
         limits: defaults,
         auto_rollback: None,
+        auto_promote: None,
         pinned: false,
     })
 }
