@@ -191,30 +191,52 @@ fn configured(
     };
     let read = |m: &ModuleRef| read_pinned(root, world, m);
     let optional = |m: &Option<ModuleRef>| m.as_ref().map(read).transpose();
-    let (serving, shadow, fallback) = match config.mode {
-        Mode::Active => (
-            read(&module)?,
-            optional(&config.shadow)?,
-            optional(&config.previous)?,
-        ),
-        Mode::Shadow => (
-            optional(&config.previous)?.expect("validated"),
-            Some(read(&module)?),
-            None,
-        ),
-        Mode::Rollback => (optional(&config.previous)?.expect("validated"), None, None),
+    let module = match config.mode {
+        Mode::Rollback => None,
+        _ => Some(read(&module)?),
     };
+    let plan = PlannedModules {
+        module,
+        shadow: optional(&config.shadow)?,
+        previous: optional(&config.previous)?,
+    }
+    .compose(world, config.mode, config.limits(defaults));
     Ok(ControllerPlan {
-        world,
-        serving,
-        shadow,
-        fallback,
-        mode: config.mode,
-        limits: config.limits(defaults),
         auto_rollback: config.auto_rollback,
         auto_promote: config.auto_promote,
-        pinned: true,
+        ..plan
     })
+}
+
+/// The module files a configuration names: `module` (absent in mode
+/// rollback, where it is not run), `shadow`, `previous`.
+pub struct PlannedModules {
+    pub module: Option<ModuleFile>,
+    pub shadow: Option<ModuleFile>,
+    pub previous: Option<ModuleFile>,
+}
+
+impl PlannedModules {
+    /// What serves, shadows and backs up in `mode` (validated: the modes
+    /// other than active have a previous version, mode shadow no `shadow`).
+    pub fn compose(self, world: World, mode: Mode, limits: Limits) -> ControllerPlan {
+        let (serving, shadow, fallback) = match mode {
+            Mode::Active => (self.module.expect("read in mode active"), self.shadow, self.previous),
+            Mode::Shadow => (self.previous.expect("validated"), self.module, None),
+            Mode::Rollback => (self.previous.expect("validated"), None, None),
+        };
+        ControllerPlan {
+            world,
+            serving,
+            shadow,
+            fallback,
+            mode,
+            limits,
+            auto_rollback: None,
+            auto_promote: None,
+            pinned: true,
+        }
+    }
 }
 
 fn conventional(
