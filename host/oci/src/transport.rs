@@ -1,12 +1,19 @@
 //! How to reach a registry: HTTPS with the system roots plus extra CAs, plain
 //! HTTP only where allowed, credentials, a per-attempt timeout and retries with
-//! backoff.
+//! backoff; and what registry errors mean.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::auth::RegistryAuth;
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 
-/// Connection settings shared by push, pull, sign and verify.
+use crate::auth::RegistryAuth;
+use crate::error::OciError;
+use crate::reference::{ModuleRef, Scheme};
+
+/// Connection settings shared by push, sign and verify.
 #[derive(Debug, Clone)]
 pub struct RegistryOptions {
     /// Allow plain HTTP to a registry that is not on loopback.
@@ -34,4 +41,196 @@ impl Default for RegistryOptions {
             backoff: Duration::from_millis(500),
         }
     }
+}
+
+/// Builds clients and runs registry operations with scheme choice, timeout and retries.
+pub(crate) struct Transport {
+    extra_ca_pem: Vec<Vec<u8>>,
+    timeout: Duration,
+    retries: u32,
+    backoff: Duration,
+    /// Registries (host:port) found to speak plain HTTP, or HTTPS (`false`).
+    plain_http: Mutex<HashMap<String, bool>>,
+}
+
+impl Transport {
+    pub(crate) fn new(extra_ca_pem: Vec<Vec<u8>>, timeout: Duration, retries: u32, backoff: Duration) -> Result<Self, OciError> {
+        // reqwest is built without a bundled provider; rekon uses ring (as kube does).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let transport = Self { extra_ca_pem, timeout, retries, backoff, plain_http: Mutex::new(HashMap::new()) };
+        transport.client(false, &RegistryAuth::Anonymous, "ca-check.invalid").map_err(|cause| OciError::Key {
+            what: "extra CA certificate".into(),
+            cause,
+        })?;
+        Ok(transport)
+    }
+
+    pub(crate) fn from_options(options: &RegistryOptions) -> Result<Self, OciError> {
+        Self::new(options.extra_ca_pem.clone(), options.timeout, options.retries, options.backoff)
+    }
+
+    fn client(&self, plain_http: bool, auth: &RegistryAuth, registry: &str) -> Result<Client, String> {
+        let config = ClientConfig {
+            protocol: if plain_http { ClientProtocol::Http } else { ClientProtocol::Https },
+            extra_root_certificates: self
+                .extra_ca_pem
+                .iter()
+                .map(|pem| Certificate { encoding: CertificateEncoding::Pem, data: pem.clone() })
+                .collect(),
+            connect_timeout: Some(self.timeout),
+            read_timeout: Some(self.timeout),
+            platform_resolver: None,
+            ..Default::default()
+        };
+        let inner = oci_client::Client::try_from(config).map_err(|err| err.to_string())?;
+        Ok(Client { inner, auth: auth.to_oci(), registry: registry.to_string() })
+    }
+
+    /// Runs `op` against the registry of `reference`: refuses plain HTTP where
+    /// it is not allowed (before connecting), tries HTTPS then plain HTTP where
+    /// it is, limits each attempt to the timeout and retries transient failures.
+    pub(crate) async fn run<T>(
+        &self,
+        reference: &ModuleRef,
+        insecure: bool,
+        auth: Option<&RegistryAuth>,
+        op: impl AsyncFn(&Client) -> Result<T, OciError>,
+    ) -> Result<T, OciError> {
+        let allows_plain = reference.allows_plain_http(insecure);
+        if reference.scheme() == Scheme::Http && !allows_plain {
+            return Err(OciError::InsecureRefused {
+                reference: reference.to_string(),
+                registry: reference.registry().to_string(),
+            });
+        }
+        let auth = auth.cloned().unwrap_or_default();
+        let mut attempt = 0;
+        loop {
+            let result = tokio::time::timeout(self.timeout, self.attempt(reference, allows_plain, &auth, &op)).await;
+            let err = match result {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) => err,
+                Err(_) => OciError::Timeout { reference: reference.to_string(), timeout: self.timeout, attempts: attempt + 1 },
+            };
+            if !err.is_transient() || attempt >= self.retries {
+                return Err(match err {
+                    OciError::Timeout { reference, timeout, .. } => OciError::Timeout { reference, timeout, attempts: attempt + 1 },
+                    other => other,
+                });
+            }
+            let wait = self.backoff * 2u32.saturating_pow(attempt);
+            tracing::debug!(reference = %reference, error = %err, ?wait, "registry attempt failed; retrying");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    async fn attempt<T>(
+        &self,
+        reference: &ModuleRef,
+        allows_plain: bool,
+        auth: &RegistryAuth,
+        op: &impl AsyncFn(&Client) -> Result<T, OciError>,
+    ) -> Result<T, OciError> {
+        let registry = reference.registry();
+        let known = self.plain_http.lock().unwrap().get(registry).copied();
+        let plain = match (reference.scheme(), known) {
+            (Scheme::Http, _) => true,
+            (Scheme::Https, _) => false,
+            (Scheme::Any, Some(plain)) => plain,
+            (Scheme::Any, None) => false,
+        };
+        let client = self.client(plain, auth, registry).map_err(|cause| unreachable(reference, cause))?;
+        let first = op(&client).await;
+        let fall_back = reference.scheme() == Scheme::Any && known.is_none() && allows_plain;
+        match first {
+            Err(OciError::Unreachable { cause: https_cause, .. }) if fall_back => {
+                let client = self.client(true, auth, registry).map_err(|cause| unreachable(reference, cause))?;
+                match op(&client).await {
+                    Err(OciError::Unreachable { cause, .. }) => {
+                        Err(unreachable(reference, format!("over HTTPS: {https_cause}; over plain HTTP: {cause}")))
+                    }
+                    other => {
+                        if other.is_ok() {
+                            self.plain_http.lock().unwrap().insert(registry.to_string(), true);
+                        }
+                        other
+                    }
+                }
+            }
+            other => {
+                if other.is_ok() {
+                    self.plain_http.lock().unwrap().insert(registry.to_string(), plain);
+                }
+                other
+            }
+        }
+    }
+}
+
+/// An oci-client client bound to one registry's credentials.
+pub(crate) struct Client {
+    pub(crate) inner: oci_client::Client,
+    pub(crate) auth: oci_client::secrets::RegistryAuth,
+    registry: String,
+}
+
+impl Client {
+    /// Stores the credentials for blob and manifest calls that take none.
+    pub(crate) async fn authorize(&self, reference: &oci_client::Reference, operation: oci_client::RegistryOperation) -> Result<(), OciDistributionError> {
+        self.inner.store_auth_if_needed(&self.registry, &self.auth).await;
+        self.inner.auth(reference, &self.auth, operation).await.map(|_| ())
+    }
+}
+
+fn unreachable(reference: &ModuleRef, cause: String) -> OciError {
+    OciError::Unreachable { reference: reference.to_string(), registry: reference.registry().to_string(), cause }
+}
+
+/// Translates an oci-client error about `what` (e.g. "manifest") of `reference`.
+pub(crate) fn registry_error(reference: &ModuleRef, what: &str, err: OciDistributionError) -> OciError {
+    let reference_text = reference.to_string();
+    match err {
+        OciDistributionError::RequestError(err) => unreachable(reference, error_chain(&err)),
+        OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound { reference: reference_text, what: what.into() },
+        OciDistributionError::RegistryError { envelope, .. } => {
+            let codes: Vec<&OciErrorCode> = envelope.errors.iter().map(|e| &e.code).collect();
+            if codes.iter().any(|c| matches!(c, OciErrorCode::ManifestUnknown | OciErrorCode::BlobUnknown | OciErrorCode::NameUnknown)) {
+                OciError::NotFound { reference: reference_text, what: what.into() }
+            } else if codes.iter().any(|c| matches!(c, OciErrorCode::Unauthorized | OciErrorCode::Denied)) {
+                OciError::Credentials { reference: reference_text, cause: format!("{what}: {envelope}") }
+            } else {
+                OciError::Registry { reference: reference_text, cause: format!("{what}: {envelope}") }
+            }
+        }
+        OciDistributionError::ServerError { code: 404, .. } => OciError::NotFound { reference: reference_text, what: what.into() },
+        OciDistributionError::ServerError { code: 401 | 403, message, .. } => {
+            OciError::Credentials { reference: reference_text, cause: format!("{what}: refused ({message})") }
+        }
+        OciDistributionError::UnauthorizedError { url } => {
+            OciError::Credentials { reference: reference_text, cause: format!("{what}: not authorized at {url}") }
+        }
+        OciDistributionError::AuthenticationFailure(cause) => {
+            OciError::Credentials { reference: reference_text, cause: format!("{what}: authentication failed: {cause}") }
+        }
+        OciDistributionError::DigestError(DigestError::VerificationError { expected, actual }) => {
+            OciError::DigestMismatch { reference: reference_text, what: what.into(), expected, actual }
+        }
+        other => OciError::Registry { reference: reference_text, cause: format!("{what}: {}", error_chain(&other)) },
+    }
+}
+
+/// An error and its sources, joined by `: `.
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = cause.source();
+    }
+    text
 }
