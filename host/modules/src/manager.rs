@@ -119,9 +119,9 @@ pub struct Modules {
 struct Shared {
     dir: Option<PathBuf>,
     /// Worlds served from an object (by name): the guests directory does not touch them.
-    claimed: Mutex<BTreeMap<World, String>>,
+    claimed: Mutex<BTreeMap<&'static str, String>>,
     /// (world, object) pairs already logged as overriding the guests directory.
-    announced: Mutex<BTreeSet<(World, String)>>,
+    announced: Mutex<BTreeSet<(&'static str, String)>>,
     loader: Loader,
     reporter: Reporter,
     controllers: Vec<Arc<Controller>>,
@@ -400,7 +400,7 @@ impl Modules {
             .claimed
             .lock()
             .unwrap()
-            .insert(world, owner.to_string());
+            .insert(world.name(), owner.to_string());
         if previous.as_deref() != Some(owner) && self.shared.dir.is_some() {
             tracing::info!(%world, object = owner,
                 "DecisionModule {owner} serves world {world}; the guests directory no longer does");
@@ -410,23 +410,23 @@ impl Modules {
     /// The object serving `world` is gone: the guests directory serves it again
     /// from the next [`Modules::reload`].
     pub fn release(&self, world: World) {
-        if let Some(owner) = self.shared.claimed.lock().unwrap().remove(&world) {
+        if let Some(owner) = self.shared.claimed.lock().unwrap().remove(world.name()) {
             self.shared
                 .announced
                 .lock()
                 .unwrap()
-                .remove(&(world, owner.clone()));
+                .remove(&(world.name(), owner.clone()));
             tracing::info!(%world, object = %owner, "DecisionModule {owner} is gone; world {world} is served from the guests directory again");
         }
     }
 
     fn claimed_by(&self, world: World) -> Option<String> {
-        self.shared.claimed.lock().unwrap().get(&world).cloned()
+        self.shared.claimed.lock().unwrap().get(world.name()).cloned()
     }
 
     /// Logs once that an object overrides a module the guests directory names.
     fn announce_override(&self, world: World, owner: String, dir_has_one: bool) {
-        if dir_has_one && self.shared.announced.lock().unwrap().insert((world, owner.clone())) {
+        if dir_has_one && self.shared.announced.lock().unwrap().insert((world.name(), owner.clone())) {
             tracing::warn!(%world, object = %owner,
                 "both DecisionModule {owner} and the guests directory name world {world}; the object wins");
         }

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
 use rekon_oci::{OciError, PullRequest, Puller, Verification};
@@ -48,8 +49,12 @@ impl Fetcher {
     /// messages (`spec.module`, `spec.previous`...).
     pub async fn fetch(&self, field: &str, source: &ModuleSource) -> Result<ModuleFile, Refusal> {
         match (&source.image, &source.config_map) {
-            (Some(image), None) => self.pull(field, image, source).await,
-            (None, Some(key)) => self.config_map(field, key, source.sha256.as_deref()).await,
+            (Some(image), None) => self.pull(field, image, source).boxed().await,
+            (None, Some(key)) => {
+                self.config_map(field, key, source.sha256.as_deref())
+                    .boxed()
+                    .await
+            }
             _ => Err(Refusal::new(
                 RefusalReason::InvalidSpec,
                 format!("{field}: give exactly one of `image` and `configMap`"),
@@ -143,7 +148,7 @@ impl Fetcher {
             .to_string();
         let auth = match &source.pull_secret {
             Some(secret) => {
-                let config = self.secret_key(image, secret, DOCKER_CONFIG_KEY).await?;
+                let config = self.secret_key(image, secret, DOCKER_CONFIG_KEY).boxed().await?;
                 rekon_oci::auth_from_dockerconfigjson(&config, &registry)
                     .map_err(|err| oci_refusal(field, &err))?
             }
@@ -159,7 +164,7 @@ impl Fetcher {
                             namespace: namespace.clone(),
                             name: name.clone(),
                         };
-                        self.secret_key(image, &secret, key).await?
+                        self.secret_key(image, &secret, key).boxed().await?
                     }
                     _ => {
                         return Err(Refusal::new(
@@ -182,9 +187,15 @@ impl Fetcher {
             auth,
             verify,
         };
-        let pulled = puller
-            .pull(&request)
+        // rekon-oci's pull future is not Send for every lifetime (a compiler
+        // limitation with higher-ranked auto traits), so it runs on its own
+        // blocking thread rather than inside this task.
+        let (puller, runtime) = (puller.clone(), tokio::runtime::Handle::current());
+        let pulled = tokio::task::spawn_blocking(move || runtime.block_on(puller.pull(&request)))
             .await
+            .map_err(|panic| {
+                Refusal::new(RefusalReason::Internal, format!("{field}: {image}: pull panicked: {panic}"))
+            })?
             .map_err(|err| oci_refusal(field, &err))?;
         let digest = ModuleDigest::of(&pulled.bytes);
         let stem = image

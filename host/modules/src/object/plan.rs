@@ -2,6 +2,7 @@
 //! guests.yaml is checked, fetch every module it names, and compose what
 //! serves, shadows and backs up.
 
+use futures::FutureExt;
 use rekon_runtime::{Limits, World};
 
 use crate::config::{Mode, Settings};
@@ -71,20 +72,14 @@ pub async fn plan(
 ) -> Result<ControllerPlan, Refusal> {
     let spec = &object.spec;
     let promoted = spec.mode == Mode::Shadow && was_promoted(object);
-    let fetch = |field: &'static str, source: Option<&ModuleSource>| async move {
-        match source {
-            Some(source) => fetcher.fetch(field, source).await.map(Some),
-            None => Ok::<Option<ModuleFile>, Refusal>(None),
-        }
-    };
     let module = match spec.mode {
         Mode::Rollback => None,
-        _ => fetch("spec.module", Some(&spec.module)).await?,
+        _ => fetch(fetcher, "spec.module", Some(&spec.module)).boxed().await?,
     };
     let modules = PlannedModules {
         module,
-        shadow: fetch("spec.shadow", spec.shadow.as_ref()).await?,
-        previous: fetch("spec.previous", spec.previous.as_ref()).await?,
+        shadow: fetch(fetcher, "spec.shadow", spec.shadow.as_ref()).boxed().await?,
+        previous: fetch(fetcher, "spec.previous", spec.previous.as_ref()).boxed().await?,
     };
     let limits = settings(spec).limits(defaults);
     let (mode, auto_promote) = if promoted {
@@ -99,4 +94,15 @@ pub async fn plan(
         auto_promote,
         ..plan
     })
+}
+
+async fn fetch(
+    fetcher: &Fetcher,
+    field: &str,
+    source: Option<&ModuleSource>,
+) -> Result<Option<ModuleFile>, Refusal> {
+    match source {
+        Some(source) => fetcher.fetch(field, source).boxed().await.map(Some),
+        None => Ok(None),
+    }
 }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, ResourceExt};
@@ -101,7 +101,7 @@ pub fn serve(
                 _ = tick.tick() => {}
             }
             if listing.is_none() {
-                objects.reconcile().await;
+                objects.reconcile().boxed().await;
             }
         }
     });
@@ -126,7 +126,7 @@ struct Objects {
     seen: BTreeMap<String, DecisionModule>,
     tracked: BTreeMap<String, Tracked>,
     /// Worlds served from an object.
-    claimed: BTreeSet<World>,
+    claimed: BTreeSet<&'static str>,
 }
 
 impl Objects {
@@ -135,19 +135,20 @@ impl Objects {
         let names: Vec<String> = self.seen.keys().cloned().collect();
         for name in &names {
             let object = self.seen[name].clone();
-            self.reconcile_one(&object, &owners).await;
+            self.reconcile_one(&object, &owners).boxed().await;
         }
         self.tracked.retain(|name, _| self.seen.contains_key(name));
-        let released: Vec<World> = self
+        let released: Vec<&'static str> = self
             .claimed
             .iter()
-            .filter(|w| !owners.contains_key(*w))
+            .filter(|w| !owners.contains_key(**w))
             .copied()
             .collect();
-        for world in released {
-            self.claimed.remove(&world);
+        for name in released {
+            self.claimed.remove(name);
+            let world = World::named(name).expect("claimed worlds are known");
             self.modules.release(world);
-            self.modules.reload().await;
+            self.modules.reload().boxed().await;
         }
         if (self.options.may_write)() {
             for name in &names {
@@ -156,7 +157,11 @@ impl Objects {
         }
     }
 
-    async fn reconcile_one(&mut self, object: &DecisionModule, owners: &BTreeMap<World, String>) {
+    async fn reconcile_one(
+        &mut self,
+        object: &DecisionModule,
+        owners: &BTreeMap<&'static str, String>,
+    ) {
         let name = object.name_any();
         let (uid, generation) = (object.uid(), object.metadata.generation);
         let tracked = self.tracked.get(&name);
@@ -166,7 +171,7 @@ impl Objects {
             .is_some_and(|at| Instant::now() >= at);
         let duplicate_of = world_of(&object.spec)
             .ok()
-            .and_then(|w| owners.get(&w))
+            .and_then(|w| owners.get(w.name()))
             .filter(|owner| **owner != name);
         if let Some(owner) = duplicate_of {
             let refusal = Refusal::new(
@@ -197,19 +202,19 @@ impl Objects {
                 return;
             }
         };
-        if self.claimed.insert(world) {
+        if self.claimed.insert(world.name()) {
             self.modules.claim(world, &name);
         }
         self.track(&name, uid.clone(), generation, Outcome::Pulling, None);
         if (self.options.may_write)() {
             self.write_status(object);
         }
-        let outcome = match plan(object, world, &self.fetcher, defaults).await {
+        let outcome = match plan(object, world, &self.fetcher, defaults).boxed().await {
             Err(refusal) => {
                 self.modules.refuse_world(world, &refusal);
                 Outcome::Refused(refusal)
             }
-            Ok(plan) => match self.modules.apply_plan(plan).await {
+            Ok(plan) => match self.modules.apply_plan(plan).boxed().await {
                 Ok(_) => Outcome::Applied {
                     promoted: object.spec.mode == crate::config::Mode::Shadow
                         && was_promoted(object),
@@ -262,7 +267,6 @@ impl Objects {
         let status = compute(
             tracked.generation,
             &tracked.outcome,
-            object.spec.mode,
             object.spec.auto_promote.is_some(),
             controller_status.as_ref(),
             object.status.as_ref(),
@@ -274,17 +278,17 @@ impl Objects {
 }
 
 /// The object serving each world: the oldest naming it (then by name).
-fn owners(objects: &BTreeMap<String, DecisionModule>) -> BTreeMap<World, String> {
-    let mut owners: BTreeMap<World, &DecisionModule> = BTreeMap::new();
+fn owners(objects: &BTreeMap<String, DecisionModule>) -> BTreeMap<&'static str, String> {
+    let mut owners: BTreeMap<&'static str, &DecisionModule> = BTreeMap::new();
     for object in objects.values() {
         let Ok(world) = world_of(&object.spec) else {
             continue;
         };
         let key = |o: &DecisionModule| (o.creation_timestamp().map(|t| t.0), o.name_any());
-        match owners.get(&world) {
+        match owners.get(world.name()) {
             Some(owner) if key(owner) <= key(object) => {}
             _ => {
-                owners.insert(world, object);
+                owners.insert(world.name(), object);
             }
         }
     }

@@ -19,8 +19,6 @@ pub const PROMOTED: &str = "Promoted";
 /// What rekon did with one object's current generation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// Seen, not yet worked on.
-    Pending,
     /// Fetching and checking.
     Pulling,
     /// Published (or already serving); `promoted` when its status recorded a promotion.
@@ -47,7 +45,6 @@ fn is_fetch_stage(reason: RefusalReason) -> bool {
 pub fn compute(
     generation: Option<i64>,
     outcome: &Outcome,
-    mode: Mode,
     auto_promote: bool,
     controller: Option<&ControllerStatus>,
     previous: Option<&DecisionModuleStatus>,
@@ -69,10 +66,6 @@ pub fn compute(
     let promoted_now = controller.is_some_and(|c| c.promoted_at.is_some());
     let stopped = controller.and_then(|c| c.promotion_stopped.clone());
     let (phase, mut conditions) = match outcome {
-        Outcome::Pending => (
-            Phase::Pending,
-            vec![condition(READY, Some(false), "Pending", "not worked on yet".into())],
-        ),
         Outcome::Pulling => (
             Phase::Pulling,
             vec![
