@@ -470,3 +470,35 @@ mod tests {
         assert!(policy.exceeded(4, 3));
     }
 }
+
+#[cfg(test)]
+mod promotion_tests {
+    use super::*;
+
+    #[test]
+    fn promotion_waits_for_evidence_and_stops_on_a_difference_or_a_failure() {
+        let policy = AutoPromote {
+            min_decisions: 3,
+            max_differences: 1,
+        };
+        assert_eq!(policy.verdict(2, 0, 0), PromotionVerdict::Waiting);
+        assert_eq!(policy.verdict(3, 1, 0), PromotionVerdict::Promote);
+        assert_eq!(policy.verdict(9, 2, 0), PromotionVerdict::Stopped);
+        assert_eq!(policy.verdict(9, 0, 1), PromotionVerdict::Stopped);
+    }
+
+    #[test]
+    fn auto_promote_needs_mode_shadow() {
+        let err = GuestsConfig::parse(
+            "guests.yaml",
+            &format!(
+                "pvc-protection:\n  module: v2.wasm\n  sha256: {}\n  autoPromote: {{minDecisions: 5, maxDifferences: 0}}\n",
+                "a".repeat(64)
+            ),
+            256,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("field `pvc-protection.autoPromote`") && err.contains("mode shadow"), "{err}");
+    }
+}

@@ -165,3 +165,88 @@ pub fn compute(
         conditions,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::VersionStatus;
+
+    fn serving(mode: Mode) -> ControllerStatus {
+        let version = |sha: &str| VersionStatus {
+            name: "v".into(),
+            sha256: sha.into(),
+            path: "configmap/ns/v1#module.wasm".into(),
+            contract: "rekon:reconcile@0.2.0".into(),
+        };
+        ControllerStatus {
+            active: Some(version("sha256:11")),
+            active_since: Some(Utc::now()),
+            shadow: (mode == Mode::Shadow).then(|| version("sha256:22")),
+            previous: None,
+            mode,
+            pinned: true,
+            swaps: 1,
+            rejections: 0,
+            rollbacks: 0,
+            decisions: 0,
+            failures: 0,
+            shadow_agreed: 7,
+            shadow_differed: 0,
+            shadow_failed: 0,
+            promoted_at: None,
+            promotion_stopped: None,
+            rolled_back: None,
+            last_error: None,
+            last_error_at: None,
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_what_keeps_serving_and_fails_the_stage_it_happened_in() {
+        let refusal = Refusal::new(RefusalReason::DigestMismatch, "configmap/ns/v2#k: mismatch");
+        let status = compute(
+            Some(3),
+            &Outcome::Refused(refusal),
+            false,
+            Some(&serving(Mode::Active)),
+            None,
+        );
+        assert_eq!(status.phase, Some(Phase::Rejected));
+        let ready = status.condition(READY).unwrap();
+        assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "DigestMismatch"));
+        assert!(ready.message.contains("configmap/ns/v1#module.wasm (sha256 sha256:11) keeps serving"));
+        assert_eq!(status.condition(VERIFIED).unwrap().status, "False");
+        assert_eq!(status.condition(PULLED).unwrap().status, "True");
+        assert_eq!(status.active.unwrap().contract_version, "0.2.0");
+        assert_eq!(status.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn a_shadow_waiting_for_evidence_shows_its_tally_and_keeps_transition_times() {
+        let first = compute(
+            Some(1),
+            &Outcome::Applied { promoted: false },
+            true,
+            Some(&serving(Mode::Shadow)),
+            None,
+        );
+        assert_eq!(first.phase, Some(Phase::Shadowing));
+        assert_eq!(first.shadow.as_ref().unwrap().agreed, 7);
+        assert_eq!(first.condition(PROMOTED).unwrap().reason, "WaitingForEvidence");
+        let mut earlier = first.clone();
+        for c in &mut earlier.conditions {
+            c.last_transition_time = Some("2020-01-01T00:00:00Z".into());
+        }
+        let again = compute(
+            Some(1),
+            &Outcome::Applied { promoted: false },
+            true,
+            Some(&serving(Mode::Shadow)),
+            Some(&earlier),
+        );
+        assert_eq!(
+            again.condition(READY).unwrap().last_transition_time.as_deref(),
+            Some("2020-01-01T00:00:00Z")
+        );
+    }
+}
