@@ -536,8 +536,21 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
     setup
         .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Active))
         .await;
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(setup.client.clone(), NS);
-    pvcs.create(&PostParams::default(), &pvc("panic")).await.unwrap();
+    // The misbehaving guest traps on every PVC named "panic": one deleted per namespace.
+    let namespaces: Api<Namespace> = Api::all(setup.client.clone());
+    for n in 0..3 {
+        let ns = format!("panic-{n}");
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+            )
+            .await
+            .unwrap();
+        let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(setup.client.clone(), &ns);
+        pvcs.create(&PostParams::default(), &pvc("panic")).await.unwrap();
+        pvcs.delete("panic", &DeleteParams::default()).await.unwrap();
+    }
     let rolled_back = setup
         .status("pvc-protection", Duration::from_secs(20), |s| s.phase == Some(Phase::RolledBack))
         .await;
