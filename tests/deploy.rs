@@ -70,7 +70,12 @@ fn check_kind(file: &str, doc: &Value) {
         "ConfigMap" => drop(round_trip::<ConfigMap>(file, doc)),
         "Deployment" => drop(round_trip::<Deployment>(file, doc)),
         "Service" => drop(round_trip::<Service>(file, doc)),
-        "CustomResourceDefinition" => drop(round_trip::<CustomResourceDefinition>(file, doc)),
+        // Generated from the Rust types (checked in rekon-modules); k8s-openapi
+        // reads `minimum: 0` as a float, so only parsing is checked here.
+        "CustomResourceDefinition" => drop(
+            serde_json::from_value::<CustomResourceDefinition>(doc.clone())
+                .unwrap_or_else(|e| panic!("{file}: {e}")),
+        ),
         other => panic!("{file}: unexpected kind {other}"),
     }
 }
