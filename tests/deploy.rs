@@ -10,6 +10,7 @@ use std::process::Command;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -69,6 +70,12 @@ fn check_kind(file: &str, doc: &Value) {
         "ConfigMap" => drop(round_trip::<ConfigMap>(file, doc)),
         "Deployment" => drop(round_trip::<Deployment>(file, doc)),
         "Service" => drop(round_trip::<Service>(file, doc)),
+        // Generated from the Rust types (checked in rekon-modules); k8s-openapi
+        // reads `minimum: 0` as a float, so only parsing is checked here.
+        "CustomResourceDefinition" => drop(
+            serde_json::from_value::<CustomResourceDefinition>(doc.clone())
+                .unwrap_or_else(|e| panic!("{file}: {e}")),
+        ),
         other => panic!("{file}: unexpected kind {other}"),
     }
 }
@@ -92,6 +99,7 @@ fn every_manifest_parses_into_its_kubernetes_type_without_losing_fields() {
         "ClusterRole",
         "ClusterRoleBinding",
         "ConfigMap",
+        "CustomResourceDefinition",
         "Deployment",
         "Namespace",
         "Role",
@@ -129,7 +137,13 @@ fn kubectl_kustomize_renders_every_manifest_into_the_namespace() {
     for doc in &rendered {
         let kind = doc["kind"].as_str().unwrap();
         check_kind("kustomize output", doc);
-        let cluster_scoped = ["Namespace", "ClusterRole", "ClusterRoleBinding"].contains(&kind);
+        let cluster_scoped = [
+            "Namespace",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "CustomResourceDefinition",
+        ]
+        .contains(&kind);
         if !cluster_scoped {
             assert_eq!(
                 doc["metadata"]["namespace"], "rekon-system",
@@ -182,6 +196,9 @@ fn the_cluster_role_grants_exactly_what_the_controllers_use() {
             &["get", "list", "watch"],
         ),
         rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
+        rule(&["rekon.dev"], &["decisionmodules"], &["get", "list", "watch"]),
+        rule(&["rekon.dev"], &["decisionmodules/status"], &["update", "patch"]),
+        rule(&[""], &["configmaps"], &["get"]),
     ];
     assert_eq!(role.rules.unwrap(), expected);
 
@@ -344,4 +361,21 @@ fn the_guests_config_map_holds_guests_yaml_and_every_worlds_module() {
             "binaryData {module}"
         );
     }
+}
+
+#[test]
+fn module_secrets_are_readable_only_by_name_in_rekon_system() {
+    let role: Role = manifests()
+        .into_iter()
+        .find(|(file, _)| file == "role-module-secrets.yaml")
+        .map(|(file, doc)| serde_json::from_value(doc).unwrap_or_else(|e| panic!("{file}: {e}")))
+        .expect("deploy/role-module-secrets.yaml");
+    let rules = role.rules.unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].resources.as_deref(), Some(&["secrets".to_string()][..]));
+    assert_eq!(rules[0].verbs, ["get"]);
+    assert!(
+        rules[0].resource_names.as_ref().is_some_and(|n| !n.is_empty()),
+        "named Secrets only"
+    );
 }

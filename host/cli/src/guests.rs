@@ -48,14 +48,21 @@ pub async fn load_deciders(dir: Option<&Path>, cache: &CacheArgs) -> anyhow::Res
 
 /// Loads the modules and keeps them current while the returned guard lives:
 /// for `run`. Events about modules go to rekon's own Pod through `client`;
-/// activations and shadow verdicts to `metrics`.
+/// activations and shadow verdicts to `metrics`. With `objects` (the cluster
+/// serves `DecisionModule`), the guests directory is optional and rekon may
+/// start with no module: the objects bring them.
 pub async fn serve(
     dir: Option<&Path>,
     args: &ModuleArgs,
     client: kube::Client,
     metrics: Arc<dyn GuestStatus>,
-) -> anyhow::Result<(Deciders, Watching)> {
-    let mut options = options(dir)?;
+    objects: bool,
+) -> anyhow::Result<(Deciders, Watching, Modules)> {
+    let mut options = match dir {
+        None if objects => ModulesOptions::without_dir(),
+        _ => options(dir)?,
+    };
+    options.wait_for_modules = objects;
     options.cache_dir = args.cache.dir()?;
     options.status_file = args.status_file.clone();
     options.events = EventTarget::from_env(client);
@@ -65,7 +72,7 @@ pub async fn serve(
         rescan: Duration::from_secs(args.rescan_seconds.max(1)),
         ..WatchOptions::default()
     })?;
-    Ok((modules.deciders(), watching))
+    Ok((modules.deciders(), watching, modules))
 }
 
 /// Feeds the metrics endpoint's guest series from module activations.

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod client_limit;
 mod cmd;
+mod decision_modules;
 mod demo;
 mod guest_io;
 mod guests;

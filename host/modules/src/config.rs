@@ -12,13 +12,17 @@
 //!   shadow: {module: pvc-protection-v3.wasm, sha256: 9ab1...}
 //!   previous: {module: pvc-protection-v1.wasm, sha256: 77e0...}
 //!   autoRollback: {maxFailureFraction: 0.05, minDecisions: 50}
+//!   autoPromote: {minDecisions: 500, maxDifferences: 0}   # with mode: shadow
 //! ```
+//!
+//! A `DecisionModule` object's spec reads the same (see [`crate::object`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
 use std::time::Duration;
 
 use rekon_runtime::{Limits, World};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::ModuleDigest;
@@ -62,6 +66,7 @@ pub struct ControllerConfig {
     /// and is what automatic rollback republishes.
     pub previous: Option<ModuleRef>,
     pub auto_rollback: Option<AutoRollback>,
+    pub auto_promote: Option<AutoPromote>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -72,7 +77,7 @@ pub struct ModuleRef {
 }
 
 /// What `module` does.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// `module` serves (the default).
@@ -86,7 +91,7 @@ pub enum Mode {
 
 /// Roll back when more than `maxFailureFraction` of at least `minDecisions`
 /// decisions since activation trapped, overran the deadline or the memory cap.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AutoRollback {
     pub max_failure_fraction: f64,
@@ -98,6 +103,124 @@ impl AutoRollback {
     pub fn exceeded(&self, decisions: u64, failures: u64) -> bool {
         decisions >= self.min_decisions
             && failures as f64 > self.max_failure_fraction * decisions as f64
+    }
+}
+
+/// In mode `shadow`: promote the candidate once it agreed on at least
+/// `minDecisions` decisions with at most `maxDifferences` differences and no failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AutoPromote {
+    pub min_decisions: u64,
+    pub max_differences: u64,
+}
+
+/// What [`AutoPromote::verdict`] says about a shadow's tally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromotionVerdict {
+    /// Not enough evidence yet.
+    Waiting,
+    Promote,
+    /// More differences than allowed, or a failure: never promoted.
+    Stopped,
+}
+
+impl AutoPromote {
+    pub fn verdict(&self, agreed: u64, differed: u64, failed: u64) -> PromotionVerdict {
+        if failed > 0 || differed > self.max_differences {
+            PromotionVerdict::Stopped
+        } else if agreed >= self.min_decisions {
+            PromotionVerdict::Promote
+        } else {
+            PromotionVerdict::Waiting
+        }
+    }
+}
+
+/// The settings of one world besides its module files, as guests.yaml and a
+/// `DecisionModule` both give them; checked the same way for both.
+pub struct Settings<'a> {
+    pub deadline_ms: Option<u64>,
+    pub memory_mib: Option<u64>,
+    pub mode: Mode,
+    pub has_shadow: bool,
+    pub has_previous: bool,
+    pub auto_rollback: Option<&'a AutoRollback>,
+    pub auto_promote: Option<&'a AutoPromote>,
+}
+
+impl Settings<'_> {
+    /// Checks what serde cannot: `Err((field, message))`.
+    pub fn validate(&self, max_memory_mib: usize) -> Result<(), (&'static str, String)> {
+        if let Some(ms) = self.deadline_ms
+            && !(1..=MAX_DEADLINE_MS).contains(&ms)
+        {
+            return Err((
+                "deadlineMs",
+                format!("must be between 1 and {MAX_DEADLINE_MS}, got {ms}"),
+            ));
+        }
+        if let Some(mib) = self.memory_mib
+            && !(1..=max_memory_mib as u64).contains(&mib)
+        {
+            return Err((
+                "memoryMiB",
+                format!("must be between 1 and {max_memory_mib} (the engine's maximum), got {mib}"),
+            ));
+        }
+        if self.mode != Mode::Active && !self.has_previous {
+            return Err((
+                "previous",
+                format!(
+                    "mode {:?} serves the previous version, so `previous` is required",
+                    self.mode
+                ),
+            ));
+        }
+        if self.mode == Mode::Shadow && self.has_shadow {
+            return Err((
+                "shadow",
+                "in mode shadow, `module` is the shadow; remove `shadow` or set mode active".into(),
+            ));
+        }
+        if let Some(policy) = self.auto_rollback {
+            if !(0.0..1.0).contains(&policy.max_failure_fraction) {
+                return Err((
+                    "autoRollback.maxFailureFraction",
+                    format!("must be in [0, 1), got {}", policy.max_failure_fraction),
+                ));
+            }
+            if policy.min_decisions == 0 {
+                return Err(("autoRollback.minDecisions", "must be at least 1".into()));
+            }
+        }
+        if let Some(policy) = self.auto_promote {
+            if self.mode != Mode::Shadow {
+                return Err((
+                    "autoPromote",
+                    "promotes a shadow candidate, so it needs mode shadow".into(),
+                ));
+            }
+            if policy.min_decisions == 0 {
+                return Err(("autoPromote.minDecisions", "must be at least 1".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The per-decision limits, over the engine defaults.
+    pub fn limits(&self, defaults: Limits) -> Limits {
+        Limits {
+            deadline: self
+                .deadline_ms
+                .map(Duration::from_millis)
+                .unwrap_or(defaults.deadline),
+            memory_bytes: self
+                .memory_mib
+                .map(|mib| (mib as usize) << 20)
+                .unwrap_or(defaults.memory_bytes),
+            ..defaults
+        }
     }
 }
 
@@ -148,6 +271,18 @@ impl GuestsConfig {
 }
 
 impl ControllerConfig {
+    fn settings(&self) -> Settings<'_> {
+        Settings {
+            deadline_ms: self.deadline_ms,
+            memory_mib: self.memory_mib.map(|m| m as u64),
+            mode: self.mode,
+            has_shadow: self.shadow.is_some(),
+            has_previous: self.previous.is_some(),
+            auto_rollback: self.auto_rollback.as_ref(),
+            auto_promote: self.auto_promote.as_ref(),
+        }
+    }
+
     /// Checks what serde cannot; the error names the field.
     fn validate(&self, world: World, max_memory_mib: usize) -> Result<(), (String, String)> {
         let field = |name: &str| format!("{world}.{name}");
@@ -158,67 +293,14 @@ impl ControllerConfig {
                     .map_err(|m| (field(&format!("{name}.module")), m))?;
             }
         }
-        if let Some(ms) = self.deadline_ms
-            && !(1..=MAX_DEADLINE_MS).contains(&ms)
-        {
-            return Err((
-                field("deadlineMs"),
-                format!("must be between 1 and {MAX_DEADLINE_MS}, got {ms}"),
-            ));
-        }
-        if let Some(mib) = self.memory_mib
-            && !(1..=max_memory_mib).contains(&mib)
-        {
-            return Err((
-                field("memoryMiB"),
-                format!("must be between 1 and {max_memory_mib} (the engine's maximum), got {mib}"),
-            ));
-        }
-        if self.mode != Mode::Active && self.previous.is_none() {
-            return Err((
-                field("previous"),
-                format!(
-                    "mode {:?} serves the previous version, so `previous` is required",
-                    self.mode
-                ),
-            ));
-        }
-        if self.mode == Mode::Shadow && self.shadow.is_some() {
-            return Err((
-                field("shadow"),
-                "in mode shadow, `module` is the shadow; remove `shadow` or set mode active".into(),
-            ));
-        }
-        if let Some(policy) = &self.auto_rollback {
-            if !(0.0..1.0).contains(&policy.max_failure_fraction) {
-                return Err((
-                    field("autoRollback.maxFailureFraction"),
-                    format!("must be in [0, 1), got {}", policy.max_failure_fraction),
-                ));
-            }
-            if policy.min_decisions == 0 {
-                return Err((
-                    field("autoRollback.minDecisions"),
-                    "must be at least 1".into(),
-                ));
-            }
-        }
-        Ok(())
+        self.settings()
+            .validate(max_memory_mib)
+            .map_err(|(name, message)| (field(name), message))
     }
 
     /// The per-decision limits, over the engine defaults.
     pub fn limits(&self, defaults: Limits) -> Limits {
-        Limits {
-            deadline: self
-                .deadline_ms
-                .map(Duration::from_millis)
-                .unwrap_or(defaults.deadline),
-            memory_bytes: self
-                .memory_mib
-                .map(|mib| mib << 20)
-                .unwrap_or(defaults.memory_bytes),
-            ..defaults
-        }
+        self.settings().limits(defaults)
     }
 }
 
@@ -386,5 +468,37 @@ mod tests {
         assert!(!policy.exceeded(3, 3), "too few decisions");
         assert!(!policy.exceeded(4, 2), "exactly the fraction is tolerated");
         assert!(policy.exceeded(4, 3));
+    }
+}
+
+#[cfg(test)]
+mod promotion_tests {
+    use super::*;
+
+    #[test]
+    fn promotion_waits_for_evidence_and_stops_on_a_difference_or_a_failure() {
+        let policy = AutoPromote {
+            min_decisions: 3,
+            max_differences: 1,
+        };
+        assert_eq!(policy.verdict(2, 0, 0), PromotionVerdict::Waiting);
+        assert_eq!(policy.verdict(3, 1, 0), PromotionVerdict::Promote);
+        assert_eq!(policy.verdict(9, 2, 0), PromotionVerdict::Stopped);
+        assert_eq!(policy.verdict(9, 0, 1), PromotionVerdict::Stopped);
+    }
+
+    #[test]
+    fn auto_promote_needs_mode_shadow() {
+        let err = GuestsConfig::parse(
+            "guests.yaml",
+            &format!(
+                "pvc-protection:\n  module: v2.wasm\n  sha256: {}\n  autoPromote: {{minDecisions: 5, maxDifferences: 0}}\n",
+                "a".repeat(64)
+            ),
+            256,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("field `pvc-protection.autoPromote`") && err.contains("mode shadow"), "{err}");
     }
 }

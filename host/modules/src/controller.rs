@@ -13,7 +13,7 @@ use rekon_runtime::{GuestWorld, World};
 
 use crate::canary::{self, CanaryFailure};
 
-use crate::config::{AutoRollback, Mode};
+use crate::config::{AutoPromote, AutoRollback, Mode, PromotionVerdict};
 use crate::digest::ModuleDigest;
 use crate::observe::ModulesObserver;
 use crate::report::ModuleEvent;
@@ -131,6 +131,13 @@ struct State {
     shadow: Option<Shadow>,
     fallback: Option<Arc<ModuleVersion>>,
     policy: Option<AutoRollback>,
+    promote: Option<AutoPromote>,
+    /// When the shadow of the applied plan was promoted.
+    promoted_at: Option<DateTime<Utc>>,
+    /// Why the shadow of the applied plan will not be promoted.
+    promotion_stopped: Option<String>,
+    /// Since the last commit: the automatic rollback that happened.
+    rolled_back: Option<String>,
     mode: Mode,
     pinned: bool,
     /// Versions rolled back automatically: never served again by this process.
@@ -264,6 +271,10 @@ impl Controller {
         state.refused = None;
         state.fallback = fallback;
         state.policy = plan.auto_rollback;
+        state.promote = plan.auto_promote;
+        state.promoted_at = None;
+        state.promotion_stopped = None;
+        state.rolled_back = None;
         state.mode = plan.mode;
         state.pinned = plan.pinned;
         self.publish(&mut state, serving.clone(), shadow, trip);
@@ -350,9 +361,59 @@ impl Controller {
             failures,
         };
         state.last_error = Some((event.note(), Utc::now()));
+        state.rolled_back = Some(event.note());
         let shadow = state.shadow.clone();
         self.publish(&mut state, fallback, shadow, trip);
         Some(event)
+    }
+
+    /// In mode shadow with `autoPromote`: once the shadow's evidence is in,
+    /// publishes it as the active version (the old one becomes the rollback
+    /// target); once it differed too often or failed, stops for good (until
+    /// the plan changes).
+    pub fn promote_due(&self, trip: TripFactory<'_>) -> Option<ModuleEvent> {
+        let mut state = self.state.lock().unwrap();
+        let policy = state.promote?;
+        if state.mode != Mode::Shadow || state.promoted_at.is_some() || state.promotion_stopped.is_some() {
+            return None;
+        }
+        let shadow = state.shadow.clone()?;
+        let tally = &shadow.tally;
+        let (agreed, differed, failed) = (tally.agreed(), tally.differed(), tally.failed());
+        match policy.verdict(agreed, differed, failed) {
+            PromotionVerdict::Waiting => None,
+            PromotionVerdict::Stopped => {
+                let key = tally
+                    .differences()
+                    .last()
+                    .map(|d| format!("; last difference on key {} ({})", d.key, d.decision))
+                    .unwrap_or_default();
+                let event = ModuleEvent::PromotionStopped {
+                    controller: self.world,
+                    version: shadow.version.id().to_string(),
+                    agreed,
+                    differed,
+                    failed,
+                    max_differences: policy.max_differences,
+                    detail: key,
+                };
+                state.promotion_stopped = Some(event.note());
+                Some(event)
+            }
+            PromotionVerdict::Promote => {
+                let replaced = state.active.as_ref()?.version.clone();
+                state.fallback = Some(replaced.clone());
+                state.mode = Mode::Active;
+                state.promoted_at = Some(Utc::now());
+                self.publish(&mut state, shadow.version.clone(), None, trip);
+                Some(ModuleEvent::Promoted {
+                    controller: self.world,
+                    version: shadow.version.id().to_string(),
+                    replaced: replaced.id().to_string(),
+                    agreed,
+                })
+            }
+        }
     }
 
     pub fn status(&self) -> ControllerStatus {
@@ -379,6 +440,9 @@ impl Controller {
             shadow_agreed: tally.map_or(0, |t| t.agreed()),
             shadow_differed: tally.map_or(0, |t| t.differed()),
             shadow_failed: tally.map_or(0, |t| t.failed()),
+            promoted_at: state.promoted_at,
+            promotion_stopped: state.promotion_stopped.clone(),
+            rolled_back: state.rolled_back.clone(),
             last_error: state.last_error.as_ref().map(|(e, _)| e.clone()),
             last_error_at: state.last_error.as_ref().map(|(_, at)| *at),
         }

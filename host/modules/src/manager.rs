@@ -1,9 +1,10 @@
 //! [`Modules`]: the decision modules of every controller, loaded from the
 //! guests directory and kept current by [`Modules::reload`].
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use rekon_controllers::decider::{Deciders, ShadowTally, Slot};
 use rekon_runtime::{Engine, EngineConfig, GuestWorld, World};
@@ -13,6 +14,7 @@ use crate::config::Mode;
 use crate::controller::{Controller, Preparation, Trip};
 use crate::load::{LoadError, Loader};
 use crate::observe::{ModulesObserver, NoModulesObserver};
+use crate::refusal::{Refusal, RefusalReason};
 use crate::report::{EventTarget, Reporter};
 use crate::source::{ControllerPlan, ModuleFile, SourceError, read_plan};
 use crate::status::Status;
@@ -34,8 +36,11 @@ pub enum ModulesError {
 
 /// How [`Modules`] runs.
 pub struct ModulesOptions {
-    /// The guests directory (guests.yaml and the modules, or a mounted ConfigMap).
-    pub dir: PathBuf,
+    /// The guests directory (guests.yaml and the modules, or a mounted ConfigMap);
+    /// `None` when modules come only from `DecisionModule` objects.
+    pub dir: Option<PathBuf>,
+    /// Start even when no world has a module yet: objects will bring them.
+    pub wait_for_modules: bool,
     /// Keep precompiled modules here across restarts.
     pub cache_dir: Option<PathBuf>,
     /// Write the [`Status`] here as JSON after every change.
@@ -54,7 +59,16 @@ pub struct ModulesOptions {
 impl ModulesOptions {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
-            dir: dir.into(),
+            dir: Some(dir.into()),
+            ..Self::without_dir()
+        }
+    }
+
+    /// Modules only from [`Modules::apply_plan`] (`DecisionModule` objects).
+    pub fn without_dir() -> Self {
+        Self {
+            dir: None,
+            wait_for_modules: true,
             cache_dir: None,
             status_file: None,
             engine: EngineConfig::default(),
@@ -103,7 +117,11 @@ pub struct Modules {
 }
 
 struct Shared {
-    dir: PathBuf,
+    dir: Option<PathBuf>,
+    /// Worlds served from an object (by name): the guests directory does not touch them.
+    claimed: Mutex<BTreeMap<&'static str, String>>,
+    /// (world, object) pairs already logged as overriding the guests directory.
+    announced: Mutex<BTreeSet<(&'static str, String)>>,
     loader: Loader,
     reporter: Reporter,
     controllers: Vec<Arc<Controller>>,
@@ -135,6 +153,8 @@ impl Modules {
         let modules = Self {
             shared: Arc::new(Shared {
                 dir: options.dir,
+                claimed: Mutex::default(),
+                announced: Mutex::default(),
                 loader: Loader::new(engine, cache),
                 reporter: Reporter::new(options.status_file, options.events),
                 controllers,
@@ -143,9 +163,13 @@ impl Modules {
             }),
         };
         let report = modules.reload().await;
+        if options.wait_for_modules {
+            return Ok(modules);
+        }
+        let dir = modules.dir().map(|d| d.display().to_string());
         let not_serving = |controller: &Controller, reason: &str| ModulesError::NotServing {
             controller: controller.world(),
-            dir: modules.shared.dir.display().to_string(),
+            dir: dir.clone().unwrap_or_default(),
             reason: reason.to_string(),
         };
         let mut missing = None;
@@ -164,8 +188,8 @@ impl Modules {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.shared.dir
+    pub fn dir(&self) -> Option<&Path> {
+        self.shared.dir.as_deref()
     }
 
     pub fn engine(&self) -> &Engine {
@@ -219,7 +243,12 @@ impl Modules {
     pub async fn reload(&self) -> ReloadReport {
         let _one_at_a_time = self.shared.reloading.lock().await;
         self.shared.reloads.fetch_add(1, Ordering::Relaxed);
-        let dir = self.shared.dir.clone();
+        let Some(dir) = self.shared.dir.clone() else {
+            self.refresh_status();
+            return ReloadReport {
+                changes: World::all().map(|w| (w, Change::Unchanged)).collect(),
+            };
+        };
         let config = self.engine().config();
         let (defaults, max_memory) = (config.default_limits, config.max_memory_bytes);
         let plan = match tokio::task::spawn_blocking(move || read_plan(&dir, defaults, max_memory))
@@ -232,15 +261,22 @@ impl Modules {
         match plan {
             Err(reason) => {
                 for controller in &self.shared.controllers {
-                    changes.push((
-                        controller.world(),
-                        self.refuse(controller, None, reason.clone()),
-                    ));
+                    let change = if self.claimed_by(controller.world()).is_some() {
+                        Change::Unchanged
+                    } else {
+                        self.refuse(controller, None, reason.clone())
+                    };
+                    changes.push((controller.world(), change));
                 }
             }
             Ok(plan) => {
                 for (world, plan) in plan.controllers {
                     let controller = self.controller(world).clone();
+                    if let Some(owner) = self.claimed_by(world) {
+                        self.announce_override(world, owner, plan.is_ok());
+                        changes.push((world, Change::Unchanged));
+                        continue;
+                    }
                     let change = match plan {
                         Err(err @ SourceError::NoModule { .. }) => {
                             self.missing(&controller, err.to_string())
@@ -287,26 +323,47 @@ impl Modules {
     }
 
     async fn apply(&self, controller: &Arc<Controller>, plan: ControllerPlan) -> Change {
+        self.apply_typed(controller, plan).await.0
+    }
+
+    /// Applies `plan` and says why when it was refused.
+    async fn apply_typed(
+        &self,
+        controller: &Arc<Controller>,
+        plan: ControllerPlan,
+    ) -> (Change, Option<RefusalReason>) {
         let plan = match controller.prepare(plan) {
-            Preparation::Unchanged => return Change::Unchanged,
-            Preparation::Refused(reason) => return self.refuse(controller, None, reason),
+            Preparation::Unchanged => return (Change::Unchanged, None),
+            Preparation::Refused(reason) => {
+                return (
+                    self.refuse(controller, None, reason),
+                    Some(RefusalReason::RolledBackBefore),
+                );
+            }
             Preparation::Load(plan) => *plan,
         };
-        let loaded = async {
-            let serving = self.load(controller, &plan, &plan.serving).await?;
-            let shadow = match &plan.shadow {
-                Some(file) => Some(self.load(controller, &plan, file).await?),
-                None => None,
-            };
-            let fallback = match &plan.fallback {
-                Some(file) => Some(self.load(controller, &plan, file).await?),
-                None => None,
-            };
-            Ok::<_, String>((serving, shadow, fallback))
+        match self.load_and_check(controller, &plan).await {
+            Ok(change) => (change, None),
+            Err(refusal) => (
+                self.refuse(controller, Some(&plan), refusal.message),
+                Some(refusal.reason),
+            ),
+        }
+    }
+
+    async fn load_and_check(
+        &self,
+        controller: &Arc<Controller>,
+        plan: &ControllerPlan,
+    ) -> Result<Change, Refusal> {
+        let serving = self.load(controller, plan, &plan.serving).await?;
+        let shadow = match &plan.shadow {
+            Some(file) => Some(self.load(controller, plan, file).await?),
+            None => None,
         };
-        let (serving, shadow, fallback) = match loaded.await {
-            Ok(loaded) => loaded,
-            Err(reason) => return self.refuse(controller, Some(&plan), reason),
+        let fallback = match &plan.fallback {
+            Some(file) => Some(self.load(controller, plan, file).await?),
+            None => None,
         };
         // Only a new version taking over in mode active is replayed: the other
         // modes serve the previous, known version.
@@ -314,22 +371,96 @@ impl Modules {
             let (version, slot) = (serving.clone(), controller.slot().clone());
             let replay = tokio::task::spawn_blocking(move || slot.replay(&version))
                 .await
-                .map_err(|panic| panicked("the canary replay", panic));
-            if let Err(failure) = replay.and_then(|r| r.map_err(|f| f.to_string())) {
-                let reason = format!("{}: {failure}", serving.id());
-                return self.refuse(controller, Some(&plan), reason);
+                .map_err(|panic| Refusal::new(RefusalReason::Internal, panicked("the canary replay", panic)))?;
+            if let Err(failure) = replay {
+                return Err(Refusal::new(
+                    RefusalReason::CanaryFailed,
+                    format!("{}: {failure}", serving.id()),
+                ));
             }
         }
         let trip = self.trip_factory(controller.world());
-        let event = controller.commit(&plan, serving.clone(), shadow, fallback, &*trip);
+        let event = controller.commit(plan, serving.clone(), shadow, fallback, &*trip);
         self.shared.reporter.event(&event);
         if !plan.pinned {
             tracing::info!(controller = %plan.world, module = %plan.serving.path.display(),
                 sha256 = %plan.serving.digest,
                 "module not pinned (no guests.yaml); pin this digest in guests.yaml for production");
         }
-        Change::Published {
+        Ok(Change::Published {
             serving: serving.id().to_string(),
+        })
+    }
+
+    /// Serves `world` from an object named `owner` from now on: the guests
+    /// directory no longer changes it.
+    pub fn claim(&self, world: World, owner: &str) {
+        let previous = self
+            .shared
+            .claimed
+            .lock()
+            .unwrap()
+            .insert(world.name(), owner.to_string());
+        if previous.as_deref() != Some(owner) && self.shared.dir.is_some() {
+            tracing::info!(%world, object = owner,
+                "DecisionModule {owner} serves world {world}; the guests directory no longer does");
+        }
+    }
+
+    /// The object serving `world` is gone: the guests directory serves it again
+    /// from the next [`Modules::reload`].
+    pub fn release(&self, world: World) {
+        if let Some(owner) = self.shared.claimed.lock().unwrap().remove(world.name()) {
+            self.shared
+                .announced
+                .lock()
+                .unwrap()
+                .remove(&(world.name(), owner.clone()));
+            tracing::info!(%world, object = %owner, "DecisionModule {owner} is gone; world {world} is served from the guests directory again");
+        }
+    }
+
+    fn claimed_by(&self, world: World) -> Option<String> {
+        self.shared.claimed.lock().unwrap().get(world.name()).cloned()
+    }
+
+    /// Logs once that an object overrides a module the guests directory names.
+    fn announce_override(&self, world: World, owner: String, dir_has_one: bool) {
+        if dir_has_one && self.shared.announced.lock().unwrap().insert((world.name(), owner.clone())) {
+            tracing::warn!(%world, object = %owner,
+                "both DecisionModule {owner} and the guests directory name world {world}; the object wins");
+        }
+    }
+
+    /// Applies a plan that comes from elsewhere than the guests directory (a
+    /// `DecisionModule`): the same checks, canary and publication.
+    pub async fn apply_plan(&self, plan: ControllerPlan) -> Result<Change, Refusal> {
+        let _one_at_a_time = self.shared.reloading.lock().await;
+        let controller = self.controller(plan.world).clone();
+        let (change, reason) = self.apply_typed(&controller, plan).await;
+        self.refresh_status();
+        match (change, reason) {
+            (Change::Refused(message), Some(reason)) => Err(Refusal::new(reason, message)),
+            (Change::Refused(message), None) => Err(Refusal::new(RefusalReason::Internal, message)),
+            (change, _) => Ok(change),
+        }
+    }
+
+    /// Records a refusal that happened before any plan (fetching, validating):
+    /// event and status as for any other; the old version keeps serving.
+    pub fn refuse_world(&self, world: World, refusal: &Refusal) {
+        let controller = self.controller(world).clone();
+        self.refuse(&controller, None, refusal.message.clone());
+    }
+
+    /// Promotes every shadow whose evidence is in (mode shadow with `autoPromote`).
+    pub fn promote_due(&self) {
+        for controller in &self.shared.controllers {
+            let trip = self.trip_factory(controller.world());
+            if let Some(event) = controller.promote_due(&*trip) {
+                self.shared.reporter.event(&event);
+                self.refresh_status();
+            }
         }
     }
 
@@ -340,7 +471,7 @@ impl Modules {
         controller: &Controller,
         plan: &ControllerPlan,
         file: &ModuleFile,
-    ) -> Result<Arc<ModuleVersion>, String> {
+    ) -> Result<Arc<ModuleVersion>, Refusal> {
         if let Some(version) = controller.loaded(plan, &file.digest) {
             return Ok(version);
         }
@@ -349,10 +480,10 @@ impl Modules {
             (self.shared.clone(), plan.world, plan.limits, file.clone());
         let loaded = tokio::task::spawn_blocking(move || shared.loader.load(world, limits, &file))
             .await
-            .map_err(|panic| panicked(&what, panic))?;
-        loaded
-            .map(Arc::new)
-            .map_err(|err: LoadError| err.to_string())
+            .map_err(|panic| Refusal::new(RefusalReason::Internal, panicked(&what, panic)))?;
+        loaded.map(Arc::new).map_err(|err: LoadError| {
+            Refusal::new(RefusalReason::of_load(&err), err.to_string())
+        })
     }
 
     /// Callbacks for the guards of `world`'s versions: roll back and report.

@@ -35,6 +35,24 @@ pub enum ModuleEvent {
         decisions: u64,
         failures: u64,
     },
+    /// The shadow agreed often enough and serves now (`autoPromote`).
+    Promoted {
+        controller: World,
+        version: String,
+        replaced: String,
+        agreed: u64,
+    },
+    /// The shadow differed too often or failed: it will not be promoted.
+    PromotionStopped {
+        controller: World,
+        version: String,
+        agreed: u64,
+        differed: u64,
+        failed: u64,
+        max_differences: u64,
+        /// Names a differing key.
+        detail: String,
+    },
     /// Automatic rollback was due but there was nothing to roll back to.
     RollbackImpossible {
         controller: World,
@@ -51,11 +69,16 @@ impl ModuleEvent {
             ModuleEvent::Rejected { .. } => "ModuleRejected",
             ModuleEvent::RolledBack { .. } => "ModuleRolledBack",
             ModuleEvent::RollbackImpossible { .. } => "ModuleRollbackImpossible",
+            ModuleEvent::Promoted { .. } => "ModulePromoted",
+            ModuleEvent::PromotionStopped { .. } => "ModulePromotionStopped",
         }
     }
 
     fn is_warning(&self) -> bool {
-        !matches!(self, ModuleEvent::Activated { .. })
+        !matches!(
+            self,
+            ModuleEvent::Activated { .. } | ModuleEvent::Promoted { .. }
+        )
     }
 
     /// One sentence for people.
@@ -88,6 +111,27 @@ impl ModuleEvent {
                 failures,
             } => format!(
                 "{controller}: {from} failed {failures} of {decisions} decisions; rolled back to {to}"
+            ),
+            ModuleEvent::Promoted {
+                controller,
+                version,
+                replaced,
+                agreed,
+            } => format!(
+                "{controller}: shadow {version} agreed on {agreed} decisions; promoted, replacing {replaced}"
+            ),
+            ModuleEvent::PromotionStopped {
+                controller,
+                version,
+                agreed,
+                differed,
+                failed,
+                max_differences,
+                detail,
+            } => format!(
+                "{controller}: shadow {version} will not be promoted: {differed} differences \
+                 (at most {max_differences} allowed) and {failed} failures in {} decisions{detail}",
+                agreed + differed + failed
             ),
             ModuleEvent::RollbackImpossible {
                 controller,

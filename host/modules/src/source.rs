@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rekon_runtime::{Limits, World};
 
 use crate::config::{
-    AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode, ModuleRef,
+    AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode, ModuleRef,
 };
 use crate::digest::ModuleDigest;
 
@@ -83,6 +83,8 @@ pub struct ControllerPlan {
     pub mode: Mode,
     pub limits: Limits,
     pub auto_rollback: Option<AutoRollback>,
+    /// In mode shadow: promote the shadow on evidence.
+    pub auto_promote: Option<AutoPromote>,
     /// Whether a guests.yaml pinned the digests (else they are only logged).
     pub pinned: bool,
 }
@@ -96,6 +98,7 @@ pub struct Fingerprint {
     mode: Mode,
     limits: Limits,
     auto_rollback: Option<(u64, u64)>,
+    auto_promote: Option<AutoPromote>,
 }
 
 impl ControllerPlan {
@@ -109,6 +112,7 @@ impl ControllerPlan {
             auto_rollback: self
                 .auto_rollback
                 .map(|p| (p.max_failure_fraction.to_bits(), p.min_decisions)),
+            auto_promote: self.auto_promote,
         }
     }
 }
@@ -187,29 +191,52 @@ fn configured(
     };
     let read = |m: &ModuleRef| read_pinned(root, world, m);
     let optional = |m: &Option<ModuleRef>| m.as_ref().map(read).transpose();
-    let (serving, shadow, fallback) = match config.mode {
-        Mode::Active => (
-            read(&module)?,
-            optional(&config.shadow)?,
-            optional(&config.previous)?,
-        ),
-        Mode::Shadow => (
-            optional(&config.previous)?.expect("validated"),
-            Some(read(&module)?),
-            None,
-        ),
-        Mode::Rollback => (optional(&config.previous)?.expect("validated"), None, None),
+    let module = match config.mode {
+        Mode::Rollback => None,
+        _ => Some(read(&module)?),
     };
+    let plan = PlannedModules {
+        module,
+        shadow: optional(&config.shadow)?,
+        previous: optional(&config.previous)?,
+    }
+    .compose(world, config.mode, config.limits(defaults));
     Ok(ControllerPlan {
-        world,
-        serving,
-        shadow,
-        fallback,
-        mode: config.mode,
-        limits: config.limits(defaults),
         auto_rollback: config.auto_rollback,
-        pinned: true,
+        auto_promote: config.auto_promote,
+        ..plan
     })
+}
+
+/// The module files a configuration names: `module` (absent in mode
+/// rollback, where it is not run), `shadow`, `previous`.
+pub struct PlannedModules {
+    pub module: Option<ModuleFile>,
+    pub shadow: Option<ModuleFile>,
+    pub previous: Option<ModuleFile>,
+}
+
+impl PlannedModules {
+    /// What serves, shadows and backs up in `mode` (validated: the modes
+    /// other than active have a previous version, mode shadow no `shadow`).
+    pub fn compose(self, world: World, mode: Mode, limits: Limits) -> ControllerPlan {
+        let (serving, shadow, fallback) = match mode {
+            Mode::Active => (self.module.expect("read in mode active"), self.shadow, self.previous),
+            Mode::Shadow => (self.previous.expect("validated"), self.module, None),
+            Mode::Rollback => (self.previous.expect("validated"), None, None),
+        };
+        ControllerPlan {
+            world,
+            serving,
+            shadow,
+            fallback,
+            mode,
+            limits,
+            auto_rollback: None,
+            auto_promote: None,
+            pinned: true,
+        }
+    }
 }
 
 fn conventional(
@@ -237,6 +264,7 @@ fn conventional(
         mode: Mode::Active,
         limits: defaults,
         auto_rollback: None,
+        auto_promote: None,
         pinned: false,
     })
 }

@@ -46,6 +46,12 @@ pub struct ControllerStatus {
     pub shadow_agreed: u64,
     pub shadow_differed: u64,
     pub shadow_failed: u64,
+    /// When the shadow was promoted automatically (`autoPromote`).
+    pub promoted_at: Option<DateTime<Utc>>,
+    /// Why the shadow will not be promoted (too many differences, a failure).
+    pub promotion_stopped: Option<String>,
+    /// The automatic rollback since the configuration was applied.
+    pub rolled_back: Option<String>,
     pub last_error: Option<String>,
     pub last_error_at: Option<DateTime<Utc>>,
 }

@@ -54,7 +54,7 @@ fn is_change(kind: &EventKind) -> bool {
 
 /// Watching stops when this is dropped.
 pub struct Watching {
-    _watcher: notify::RecommendedWatcher,
+    _watcher: Option<notify::RecommendedWatcher>,
     task: JoinHandle<()>,
 }
 
@@ -65,26 +65,14 @@ impl Drop for Watching {
 }
 
 impl Modules {
-    /// Starts watching the guests directory; must be called within a tokio runtime.
+    /// Starts watching the guests directory (if there is one), and promoting
+    /// shadows whose evidence is in; must be called within a tokio runtime.
     pub fn watch(&self, options: WatchOptions) -> Result<Watching, WatchError> {
         let (events, mut received) = mpsc::unbounded_channel::<()>();
-        let error = |source| WatchError {
-            dir: self.dir().display().to_string(),
-            source,
+        let watcher = match self.dir() {
+            Some(dir) => Some(watch_dir(dir, events)?),
+            None => None,
         };
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            match event {
-                Ok(event) if is_change(&event.kind) => {
-                    let _ = events.send(());
-                }
-                Ok(_) => {}
-                Err(err) => tracing::warn!(error = %err, "guests directory watch error; the periodic rescan still runs"),
-            }
-        })
-        .map_err(error)?;
-        watcher
-            .watch(self.dir(), RecursiveMode::NonRecursive)
-            .map_err(error)?;
         let modules = self.clone();
         let task = tokio::spawn(async move {
             let mut rescan = tokio::time::interval(options.rescan);
@@ -94,7 +82,7 @@ impl Modules {
             status.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
-                    event = received.recv() => {
+                    event = received.recv(), if modules.dir().is_some() => {
                         if event.is_none() {
                             return;
                         }
@@ -104,6 +92,7 @@ impl Modules {
                     }
                     _ = rescan.tick() => {}
                     _ = status.tick() => {
+                        modules.promote_due();
                         modules.refresh_status();
                         continue;
                     }
@@ -126,4 +115,29 @@ impl Modules {
             task,
         })
     }
+}
+
+/// A filesystem watch on `dir` that sends on `events` at every change.
+fn watch_dir(
+    dir: &std::path::Path,
+    events: mpsc::UnboundedSender<()>,
+) -> Result<notify::RecommendedWatcher, WatchError> {
+    let error = |source| WatchError {
+        dir: dir.display().to_string(),
+        source,
+    };
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            match event {
+                Ok(event) if is_change(&event.kind) => {
+                    let _ = events.send(());
+                }
+                Ok(_) => {}
+                Err(err) => tracing::warn!(error = %err, "guests directory watch error; the periodic rescan still runs"),
+            }
+        })
+    .map_err(error)?;
+    watcher
+        .watch(dir, RecursiveMode::NonRecursive)
+        .map_err(error)?;
+    Ok(watcher)
 }

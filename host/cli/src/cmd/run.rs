@@ -84,6 +84,8 @@ pub struct Args {
     #[command(flatten)]
     modules: crate::guests::ModuleArgs,
     #[command(flatten)]
+    objects: crate::decision_modules::ObjectArgs,
+    #[command(flatten)]
     api_limit: crate::client_limit::ApiLimitArgs,
 }
 
@@ -144,13 +146,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Modules are served (and hot-swapped) from here on; swaps and shadow
     // verdicts feed rekon_guest_info and rekon_shadow_decisions.
-    let (deciders, _watching) = crate::guests::serve(
+    let objects = crate::decision_modules::served(&client).await;
+    let (deciders, _watching, modules) = crate::guests::serve(
         args.guests.as_deref(),
         &args.modules,
         client.clone(),
         metrics.clone(),
+        objects,
     )
     .await?;
+    let _objects = objects
+        .then(|| {
+            crate::decision_modules::serve(modules, client.clone(), &args.objects, health.clone())
+        })
+        .transpose()?;
     health.set_guests_loaded(true);
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::to_sink(Box::new(

@@ -1,0 +1,20 @@
+//! Decision modules delivered as Kubernetes objects: the `DecisionModule`
+//! custom resource, fetching its modules (ConfigMap key or OCI image),
+//! serving them through [`Modules`](crate::Modules), and a status that
+//! explains every refusal, shadow tally, promotion and rollback.
+
+mod fetch;
+mod plan;
+mod resource;
+mod serve;
+mod status;
+mod writer;
+
+pub use fetch::Fetcher;
+pub use resource::{
+    ActiveStatus, Condition, ConfigMapKey, DecisionModule, DecisionModuleSpec,
+    DecisionModuleStatus, ModuleSource, ObjectName, Phase, SecretKey, ShadowStatus, Verify,
+    crd_yaml,
+};
+pub use serve::{API, ObjectOptions, ServingObjects, serve};
+pub use status::{PROMOTED, PULLED, READY, VERIFIED};

@@ -1,0 +1,275 @@
+//! The `DecisionModule` custom resource (`rekon.dev/v1alpha1`, cluster-scoped):
+//! which module decides for one world, where it comes from, and what rekon
+//! reports about it. The spec reads like a `guests.yaml` entry; the
+//! CustomResourceDefinition in `deploy/` is generated from these types.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{AutoPromote, AutoRollback, Mode};
+
+/// One world's module: the spec of a `DecisionModule`.
+#[derive(CustomResource, Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[kube(
+    group = "rekon.dev",
+    version = "v1alpha1",
+    kind = "DecisionModule",
+    plural = "decisionmodules",
+    singular = "decisionmodule",
+    shortname = "dm",
+    status = "DecisionModuleStatus",
+    derive = "PartialEq",
+    doc = "Which WebAssembly module decides for one rekon world, pulled, verified and rolled out by every rekon replica",
+    printcolumn(name = "World", type_ = "string", json_path = ".spec.world"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Digest", type_ = "string", json_path = ".status.active.digest"),
+    printcolumn(name = "Agreed", type_ = "integer", json_path = ".status.shadow.agreed"),
+    printcolumn(name = "Differed", type_ = "integer", json_path = ".status.shadow.differed"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionModuleSpec {
+    /// The world it decides for: `pvc-protection`, `resource-claim`, ... One object per world.
+    pub world: String,
+    /// The module: in mode `active` it serves, in mode `shadow` it is the candidate.
+    pub module: ModuleSource,
+    /// `active` (default), `shadow` (`previous` serves, `module` runs beside it) or
+    /// `rollback` (`previous` serves).
+    #[serde(default)]
+    pub mode: Mode,
+    /// Deadline of one decision, in milliseconds (1 to 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// Memory cap of one decision, in MiB.
+    #[serde(
+        default,
+        rename = "memoryMiB",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub memory_mib: Option<u64>,
+    /// A candidate deciding beside `module` in mode `active`, without effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ModuleSource>,
+    /// The version to go back to: serves in modes `shadow` and `rollback`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<ModuleSource>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_rollback: Option<AutoRollback>,
+    /// In mode `shadow`: make the candidate active once it agreed often enough.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_promote: Option<AutoPromote>,
+}
+
+/// Where a module's bytes come from: an OCI image, or a ConfigMap key.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModuleSource {
+    /// `registry/repository@sha256:<manifest digest>`, or a tag with `sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// `sha256:<hex>` (or bare hex) of the wasm bytes; required with a tag or a ConfigMap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<ConfigMapKey>,
+    /// Plain HTTP to the registry (loopback registries may use it without this).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
+    /// A `kubernetes.io/dockerconfigjson` Secret with the registry credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_secret: Option<ObjectName>,
+    /// Require a cosign signature made with this key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Verify>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct ConfigMapKey {
+    pub namespace: String,
+    pub name: String,
+    /// The key in `binaryData` (or `data`) holding the module.
+    pub key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct ObjectName {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The public key a cosign signature must verify with: inline PEM, or a Secret key.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Verify {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key_secret: Option<SecretKey>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct SecretKey {
+    pub namespace: String,
+    pub name: String,
+    pub key: String,
+}
+
+/// Where a `DecisionModule` stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum Phase {
+    /// Seen, not yet worked on.
+    Pending,
+    /// Fetching and checking the module.
+    Pulling,
+    /// The previous version serves; the candidate decides beside it.
+    Shadowing,
+    /// The module serves.
+    Active,
+    /// It failed too often; the previous version serves again.
+    RolledBack,
+    /// Refused: see the `Ready` condition. Whatever served before keeps serving.
+    Rejected,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Pulling => "Pulling",
+            Phase::Shadowing => "Shadowing",
+            Phase::Active => "Active",
+            Phase::RolledBack => "RolledBack",
+            Phase::Rejected => "Rejected",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionModuleStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The generation of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The version whose decisions are applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<ActiveStatus>,
+    /// The candidate deciding beside it, and how it compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowStatus>,
+    /// `Ready`, `Pulled`, `Verified`, `Promoted`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveStatus {
+    /// `sha256:<hex>` of the wasm bytes.
+    pub digest: String,
+    /// Where it came from: the image reference or `configmap/NAMESPACE/NAME#KEY`.
+    pub image: String,
+    /// The `rekon:reconcile` version it exports.
+    pub contract_version: String,
+    /// RFC 3339 time it started serving.
+    pub since: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct ShadowStatus {
+    pub digest: String,
+    pub agreed: u64,
+    pub differed: u64,
+    pub failed: u64,
+}
+
+/// A Kubernetes condition (`type`, `status`, `reason`, `message`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+impl DecisionModuleStatus {
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+}
+
+/// The CustomResourceDefinition as YAML, as `deploy/decisionmodules.yaml` holds it.
+pub fn crd_yaml() -> String {
+    use kube::CustomResourceExt;
+    let header = "# Generated from host/modules/src/object/resource.rs; regenerate with\n\
+                  # REKON_WRITE_CRD=1 cargo test -p rekon-modules deploy_crd_matches_the_rust_types\n";
+    format!(
+        "{header}{}",
+        serde_yaml::to_string(&DecisionModule::crd()).expect("CRD serialises")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEPLOYED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/decisionmodules.yaml");
+
+    #[test]
+    fn deploy_crd_matches_the_rust_types() {
+        let generated = crd_yaml();
+        if std::env::var_os("REKON_WRITE_CRD").is_some() {
+            std::fs::write(DEPLOYED, &generated).unwrap();
+        }
+        let deployed = std::fs::read_to_string(DEPLOYED).unwrap();
+        assert!(
+            deployed == generated,
+            "deploy/decisionmodules.yaml differs from the Rust types; regenerate it with \
+             REKON_WRITE_CRD=1 cargo test -p rekon-modules deploy_crd_matches_the_rust_types"
+        );
+    }
+
+    #[test]
+    fn the_issue_example_reads_as_a_spec() {
+        let object: DecisionModule = serde_yaml::from_str(
+            "apiVersion: rekon.dev/v1alpha1\nkind: DecisionModule\nmetadata: {name: pvc-protection}\n\
+             spec:\n  world: pvc-protection\n  module:\n    image: registry.example.com/platform/pvc-protection@sha256:abc\n    insecure: false\n\
+             \x20 mode: shadow\n  deadlineMs: 100\n  memoryMiB: 64\n  previous: {configMap: {namespace: a, name: b, key: c}, sha256: 'sha256:00'}\n\
+             \x20 autoRollback: {maxFailureFraction: 0.05, minDecisions: 50}\n  autoPromote: {minDecisions: 500, maxDifferences: 0}\n",
+        )
+        .unwrap();
+        assert_eq!(object.spec.mode, Mode::Shadow);
+        assert_eq!(object.spec.memory_mib, Some(64));
+        assert_eq!(object.spec.auto_promote.unwrap().min_decisions, 500);
+        assert_eq!(
+            object.spec.previous.unwrap().config_map.unwrap().key,
+            "c"
+        );
+    }
+
+    #[test]
+    fn the_crd_is_cluster_scoped_with_status_and_printer_columns() {
+        use kube::CustomResourceExt;
+        let crd = DecisionModule::crd();
+        assert_eq!(crd.spec.scope, "Cluster");
+        let version = &crd.spec.versions[0];
+        assert!(version.subresources.as_ref().unwrap().status.is_some());
+        let columns: Vec<&str> = version
+            .additional_printer_columns
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(columns, ["World", "Phase", "Digest", "Agreed", "Differed", "Age"]);
+    }
+}

@@ -1,0 +1,564 @@
+//! Decision modules delivered as `DecisionModule` objects, end to end: the CRD
+//! from deploy/ applied to an API server that serves custom resources, rekon
+//! serving worlds from the objects (as `rekon run` wires it), and the status
+//! telling what happened: Active within 10 s and deciding (a PVC is released),
+//! every refusal with its reason and a message naming the module while the
+//! previous version keeps serving and the host stays ready, a duplicate world,
+//! shadow → automatic promotion, a promotion stopped by a difference, and
+//! automatic rollback.
+//!
+//! The server: the embedded one when it serves CustomResourceDefinitions, else
+//! the real kube-apiserver v1.20.2 of `../shared/tools/real-apiserver`
+//! (`REKON_REAL_APISERVER` names another copy of the script).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::{Api, Client};
+use rekon_controllers::host::{Host, HostConfig};
+use rekon_controllers::journal::Journal;
+use rekon_controllers::registry::{self, Selection};
+use rekon_modules::object::{
+    self, DecisionModule, DecisionModuleSpec, DecisionModuleStatus, Fetcher, ObjectOptions,
+    Phase, ServingObjects,
+};
+use rekon_modules::testing::with_custom_section;
+use rekon_modules::{ModuleDigest, Modules, ModulesOptions, WatchOptions, Watching};
+use rekon_ops::Health;
+use rekon_runtime::testing::built_guest;
+use rekon_simulate::host_config;
+use serde_json::json;
+
+const NS: &str = "modules";
+const WORLD: &str = "pvc-protection";
+/// The largest module the tests' fetcher accepts from a ConfigMap.
+const MAX_BYTES: u64 = 400 << 10;
+
+/// A real kube-apiserver, stopped when dropped.
+struct RealServer {
+    script: PathBuf,
+    pidfile: String,
+    kubeconfig: tempfile::NamedTempFile,
+}
+
+impl Drop for RealServer {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.script)
+            .arg("stop")
+            .arg(&self.pidfile)
+            .status();
+    }
+}
+
+fn real_apiserver_script() -> PathBuf {
+    std::env::var_os("REKON_REAL_APISERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/real-apiserver")
+        })
+}
+
+async fn start_real_server() -> (Client, RealServer) {
+    let script = real_apiserver_script();
+    assert!(
+        script.exists(),
+        "no API server serving CustomResourceDefinitions: {} is missing (set REKON_REAL_APISERVER)",
+        script.display()
+    );
+    let kubeconfig = tempfile::NamedTempFile::new().unwrap();
+    let output = Command::new(&script)
+        .arg("start")
+        .arg("--kubeconfig")
+        .arg(kubeconfig.path())
+        .output()
+        .expect("run real-apiserver");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "real-apiserver start: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pidfile = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pid-file: "))
+        .expect("pid-file line")
+        .to_string();
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(kubeconfig.path()).unwrap(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let client = Client::try_from(config).unwrap();
+    (
+        client,
+        RealServer {
+            script,
+            pidfile,
+            kubeconfig,
+        },
+    )
+}
+
+/// The CRD as deploy/ ships it.
+fn deployed_crd() -> CustomResourceDefinition {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/decisionmodules.yaml");
+    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+async fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// rekon as `rekon run` wires it: modules from objects only, statuses written
+/// by this (leading) replica, the pvc-protection controller.
+struct Rekon {
+    modules: Modules,
+    health: Arc<Health>,
+    host: Host,
+    _watching: Watching,
+    _objects: ServingObjects,
+}
+
+async fn start_rekon(client: &Client) -> Rekon {
+    let modules = Modules::open(ModulesOptions::without_dir()).await.unwrap();
+    let watching = modules
+        .watch(WatchOptions {
+            status_refresh: Duration::from_millis(200),
+            ..WatchOptions::default()
+        })
+        .unwrap();
+    let objects = object::serve(
+        modules.clone(),
+        client.clone(),
+        Fetcher::new(client.clone(), MAX_BYTES),
+        ObjectOptions {
+            status_interval: Duration::from_millis(300),
+            ..ObjectOptions::default()
+        },
+    );
+    let host = Host::start(
+        client.clone(),
+        HostConfig {
+            controllers: Selection::for_world(WORLD),
+            ..host_config(&modules.deciders(), Arc::new(Journal::disabled()))
+        },
+    );
+    let health = Arc::new(Health::new());
+    health.set_guests_loaded(true);
+    health.set_leading(host.probe());
+    Rekon {
+        modules,
+        health,
+        host,
+        _watching: watching,
+        _objects: objects,
+    }
+}
+
+/// The cluster, with the CRD applied and served, the namespace and rekon.
+struct Setup {
+    client: Client,
+    _server: RealServer,
+    kubeconfig: PathBuf,
+    rekon: Rekon,
+}
+
+async fn setup() -> Setup {
+    let (client, server) = start_real_server().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &deployed_crd())
+        .await
+        .expect("the CRD of deploy/ is accepted");
+    wait_for("rekon.dev/v1alpha1 in discovery", Duration::from_secs(20), async || {
+        registry::serves(&client, object::API).await.ok().filter(|s| *s)
+    })
+    .await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let rekon = start_rekon(&client).await;
+    let kubeconfig = server.kubeconfig.path().to_path_buf();
+    Setup {
+        client,
+        _server: server,
+        kubeconfig,
+        rekon,
+    }
+}
+
+fn guest(stem: &str) -> Vec<u8> {
+    std::fs::read(built_guest(stem)).unwrap()
+}
+
+impl Setup {
+    fn objects(&self) -> Api<DecisionModule> {
+        Api::all(self.client.clone())
+    }
+
+    /// Ships `bytes` in ConfigMap `name` (key `module.wasm`); returns its digest.
+    async fn ship(&self, name: &str, bytes: &[u8]) -> ModuleDigest {
+        let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), NS);
+        let map = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            binary_data: Some([("module.wasm".to_string(), ByteString(bytes.to_vec()))].into()),
+            ..ConfigMap::default()
+        };
+        maps.create(&PostParams::default(), &map).await.unwrap();
+        ModuleDigest::of(bytes)
+    }
+
+    /// Creates or replaces DecisionModule `name` with `spec`.
+    async fn apply(&self, name: &str, spec: serde_json::Value) {
+        let spec: DecisionModuleSpec = serde_json::from_value(spec).unwrap();
+        let api = self.objects();
+        match api.get_opt(name).await.unwrap() {
+            Some(mut existing) => {
+                existing.spec = spec;
+                api.replace(name, &PostParams::default(), &existing)
+                    .await
+                    .unwrap();
+            }
+            None => {
+                api.create(&PostParams::default(), &DecisionModule::new(name, spec))
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
+    /// Waits for `name`'s status of its current generation to satisfy `done`.
+    async fn status(
+        &self,
+        name: &str,
+        timeout: Duration,
+        done: impl Fn(&DecisionModuleStatus) -> bool,
+    ) -> DecisionModuleStatus {
+        let api = self.objects();
+        let mut last = None;
+        let found = wait_for_or(timeout, async || {
+            let object = api.get(name).await.ok()?;
+            let status = object.status?;
+            last = Some(status.clone());
+            (status.observed_generation == object.metadata.generation && done(&status))
+                .then_some(status)
+        })
+        .await;
+        found.unwrap_or_else(|| panic!("{name}: status never matched; last: {last:#?}"))
+    }
+
+    /// A PVC created and deleted is released (its finalizer removed) by the
+    /// module serving, within 10 s.
+    async fn released(&self, name: &str) {
+        let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), NS);
+        pvcs.create(&PostParams::default(), &pvc(name)).await.unwrap();
+        pvcs.delete(name, &DeleteParams::default()).await.unwrap();
+        wait_for(&format!("PVC {name} released"), Duration::from_secs(10), async || {
+            pvcs.get_opt(name).await.unwrap().is_none().then_some(())
+        })
+        .await;
+    }
+
+    fn assert_ready(&self) {
+        let readiness = self.rekon.health.readiness();
+        assert!(readiness.is_ready(), "/readyz: {readiness}");
+    }
+}
+
+async fn wait_for_or<T>(timeout: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Some(found) = probe().await {
+            return Some(found);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+/// A PVC with the pvc-protection finalizer (the real server's admission adds
+/// it too), so that its deletion waits for the controller.
+fn pvc(name: &str) -> PersistentVolumeClaim {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "finalizers": ["kubernetes.io/pvc-protection"]},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    }))
+    .unwrap()
+}
+
+fn config_map(name: &str, digest: &ModuleDigest) -> serde_json::Value {
+    json!({"configMap": {"namespace": NS, "name": name, "key": "module.wasm"}, "sha256": digest.to_string()})
+}
+
+fn ready(status: &DecisionModuleStatus) -> (String, String, String) {
+    let ready = status.condition(object::READY).expect("a Ready condition");
+    (ready.status.clone(), ready.reason.clone(), ready.message.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_decision_module_serves_and_every_refusal_explains_itself_while_the_previous_version_serves()
+ {
+    let setup = setup().await;
+    let reference = guest("rekon_guest_pvc_protection");
+    let v1 = setup.ship("v1", &reference).await;
+
+    let started = Instant::now();
+    setup
+        .apply("pvc-protection", json!({"world": WORLD, "module": config_map("v1", &v1)}))
+        .await;
+    let status = setup
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    let active_after = started.elapsed();
+    let active = status.active.as_ref().unwrap();
+    assert_eq!(active.digest, v1.to_string());
+    assert_eq!(active.image, "configmap/modules/v1#module.wasm");
+    assert_eq!(active.contract_version, "0.2.0");
+    assert_eq!(ready(&status).0, "True");
+    setup.released("first").await;
+    eprintln!("DecisionModule Active after {active_after:?}");
+
+    // kubectl shows phase and digest through the CRD's printer columns.
+    let kubectl = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&setup.kubeconfig)
+        .args(["get", "decisionmodules"])
+        .output()
+        .expect("kubectl is installed");
+    let table = String::from_utf8_lossy(&kubectl.stdout);
+    assert!(kubectl.status.success(), "{}", String::from_utf8_lossy(&kubectl.stderr));
+    let header = table.lines().next().unwrap();
+    for column in ["NAME", "WORLD", "PHASE", "DIGEST", "AGREED", "DIFFERED", "AGE"] {
+        assert!(header.contains(column), "{table}");
+    }
+    let row = table.lines().nth(1).unwrap();
+    assert!(row.contains("pvc-protection") && row.contains("Active") && row.contains(&v1.to_string()), "{table}");
+
+    // A PVC named "panic" is among the recent inputs: the misbehaving guest
+    // traps on it in the canary replay.
+    setup.released("panic").await;
+
+    let wrong_digest = ModuleDigest::of(b"something else");
+    let padded = with_custom_section(&reference, "padding", &vec![0u8; MAX_BYTES as usize]);
+    let cases: Vec<(&str, serde_json::Value, &str, Vec<String>)> = vec![
+        (
+            "DigestMismatch",
+            config_map("v1", &wrong_digest),
+            "Verified",
+            vec!["configmap/modules/v1#module.wasm".into(), wrong_digest.to_string()],
+        ),
+        (
+            "NotFound",
+            config_map("absent", &v1),
+            "Pulled",
+            vec!["ConfigMap modules/absent not found".into()],
+        ),
+        (
+            "TooLarge",
+            config_map("padded", &setup.ship("padded", &padded).await),
+            "Pulled",
+            vec!["configmap/modules/padded#module.wasm".into(), format!("over the limit of {MAX_BYTES} bytes")],
+        ),
+        (
+            "NotAComponent",
+            config_map("core", &setup.ship("core", &wat::parse_str("(module)").unwrap()).await),
+            "Verified",
+            vec!["configmap/modules/core#module.wasm".into(), "not a component".into()],
+        ),
+        (
+            "WrongWorld",
+            config_map("claim", &setup.ship("claim", &guest("rekon_guest_resource_claim")).await),
+            "Verified",
+            vec!["configmap/modules/claim#module.wasm".into(), "does not export".into()],
+        ),
+        (
+            "UnknownContractVersion",
+            config_map(
+                "future",
+                &setup
+                    .ship(
+                        "future",
+                        &wat::parse_str(
+                            r#"(component (instance $d) (export "rekon:reconcile/pvc-decider@0.3.0" (instance $d)))"#,
+                        )
+                        .unwrap(),
+                    )
+                    .await,
+            ),
+            "Verified",
+            vec!["configmap/modules/future#module.wasm".into(), "0.3.0 is not a contract version".into()],
+        ),
+        (
+            "CanaryFailed",
+            config_map("trapping", &setup.ship("trapping", &guest("rekon_guest_misbehaving")).await),
+            "Verified",
+            vec!["canary replay".into(), "panic".into()],
+        ),
+    ];
+    for (reason, module, failed_condition, mentions) in cases {
+        setup
+            .apply("pvc-protection", json!({"world": WORLD, "module": module}))
+            .await;
+        let status = setup
+            .status("pvc-protection", Duration::from_secs(10), |s| {
+                s.phase == Some(Phase::Rejected)
+            })
+            .await;
+        let (ok, got_reason, message) = ready(&status);
+        assert_eq!((ok.as_str(), got_reason.as_str()), ("False", reason), "{message}");
+        for mention in &mentions {
+            assert!(message.contains(mention.as_str()), "{reason}: {message:?} lacks {mention:?}");
+        }
+        assert!(message.contains("keeps serving"), "{message}");
+        let failed = status.condition(failed_condition).expect(failed_condition);
+        assert_eq!((failed.status.as_str(), failed.reason.as_str()), ("False", reason));
+        assert_eq!(status.active.as_ref().unwrap().digest, v1.to_string(), "{reason}: v1 still serves");
+        setup.released(&format!("after-{}", reason.to_lowercase())).await;
+        setup.assert_ready();
+    }
+
+    // A second object for the same world is refused and names the first.
+    setup
+        .apply("pvc-protection-copy", json!({"world": WORLD, "module": config_map("v1", &v1)}))
+        .await;
+    let copy = setup
+        .status("pvc-protection-copy", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Rejected)
+        })
+        .await;
+    let (_, reason, message) = ready(&copy);
+    assert_eq!(reason, "DuplicateWorld");
+    assert!(message.contains("already served by DecisionModule pvc-protection"), "{message}");
+    assert!(copy.active.is_none(), "a duplicate serves nothing");
+    setup.released("after-duplicate").await;
+    setup.assert_ready();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_version_rolls_back() {
+    let setup = setup().await;
+    let reference = guest("rekon_guest_pvc_protection");
+    let v1 = setup.ship("v1", &reference).await;
+    let v2 = setup
+        .ship("v2", &with_custom_section(&reference, "rekon-build", b"2"))
+        .await;
+    let other = setup.ship("other", &guest("rekon_guest_misbehaving")).await;
+    setup
+        .apply("pvc-protection", json!({"world": WORLD, "module": config_map("v1", &v1)}))
+        .await;
+    setup
+        .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Active))
+        .await;
+
+    // A candidate that decides differently: never promoted; the message names a key.
+    setup
+        .apply(
+            "pvc-protection",
+            json!({"world": WORLD, "mode": "shadow", "module": config_map("other", &other),
+                   "previous": config_map("v1", &v1),
+                   "autoPromote": {"minDecisions": 50, "maxDifferences": 0}}),
+        )
+        .await;
+    setup
+        .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Shadowing))
+        .await;
+    setup.released("differs").await;
+    let stopped = setup
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.condition(object::PROMOTED).is_some_and(|c| c.reason == "PromotionStopped")
+        })
+        .await;
+    let promoted = stopped.condition(object::PROMOTED).unwrap();
+    assert_eq!(promoted.status, "False");
+    assert!(promoted.message.contains("key modules/differs"), "{}", promoted.message);
+    assert_eq!(stopped.phase, Some(Phase::Shadowing));
+    assert_eq!(stopped.active.as_ref().unwrap().digest, v1.to_string());
+    assert!(stopped.shadow.as_ref().unwrap().differed >= 1);
+
+    // A candidate that agrees: promoted once it agreed on 3 decisions.
+    setup
+        .apply(
+            "pvc-protection",
+            json!({"world": WORLD, "mode": "shadow", "module": config_map("v2", &v2),
+                   "previous": config_map("v1", &v1),
+                   "autoPromote": {"minDecisions": 3, "maxDifferences": 0}}),
+        )
+        .await;
+    let shadowing = setup
+        .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Shadowing))
+        .await;
+    assert_eq!(shadowing.shadow.as_ref().unwrap().digest, v2.to_string());
+    for n in 0..3 {
+        setup.released(&format!("agrees-{n}")).await;
+    }
+    let active = setup
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.condition(object::PROMOTED).is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(active.phase, Some(Phase::Active));
+    assert_eq!(active.active.as_ref().unwrap().digest, v2.to_string());
+    assert!(active.shadow.is_none());
+    setup.released("after-promotion").await;
+
+    // A version that fails too often is rolled back to the previous one.
+    setup
+        .apply(
+            "pvc-protection",
+            json!({"world": WORLD, "module": config_map("other", &other),
+                   "previous": config_map("v2", &v2),
+                   "autoRollback": {"maxFailureFraction": 0.2, "minDecisions": 2}}),
+        )
+        .await;
+    setup
+        .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Active))
+        .await;
+    // The misbehaving guest traps on every PVC named "panic": one deleted per namespace.
+    let namespaces: Api<Namespace> = Api::all(setup.client.clone());
+    for n in 0..3 {
+        let ns = format!("panic-{n}");
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+            )
+            .await
+            .unwrap();
+        let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(setup.client.clone(), &ns);
+        pvcs.create(&PostParams::default(), &pvc("panic")).await.unwrap();
+        pvcs.delete("panic", &DeleteParams::default()).await.unwrap();
+    }
+    let rolled_back = setup
+        .status("pvc-protection", Duration::from_secs(20), |s| s.phase == Some(Phase::RolledBack))
+        .await;
+    assert_eq!(rolled_back.active.as_ref().unwrap().digest, v2.to_string());
+    let (ok, reason, message) = ready(&rolled_back);
+    assert_eq!((ok.as_str(), reason.as_str()), ("False", "RolledBack"));
+    assert!(message.contains("rolled back to"), "{message}");
+    assert_eq!(setup.rekon.modules.status().controllers[WORLD].rollbacks, 1);
+    setup.released("after-rollback").await;
+    setup.assert_ready();
+}
