@@ -321,7 +321,7 @@ impl Store {
                         info.kind,
                         key.namespace.clone(),
                         key.name.clone(),
-                        obj.clone(),
+                        obj.decode(),
                     )
                 })
                 .collect()
