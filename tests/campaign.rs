@@ -9,6 +9,12 @@
 //! `REKON_CAMPAIGN_SEEDS` (default 50) seeds from `REKON_CAMPAIGN_START`
 //! (default 0), `REKON_CAMPAIGN_JOBS` (default 3) at once;
 //! `REKON_CAMPAIGN_SEED` replays one seed.
+//!
+//! Kill the leader: two elected replicas, the leader killed with no cleanup and
+//! a new process started, once or twice mid-workload. `REKON_CAMPAIGN_KILL_SEEDS`
+//! (default 4) seeds on the embedded server (with the seed's API faults), and, when
+//! `REKON_REAL_KUBECONFIG` names a real kube-apiserver v1.20.2, `REKON_CAMPAIGN_REAL_SEEDS`
+//! (default 2) seeds there, one at a time (no injected faults, no DRA).
 
 #[path = "campaign/guests.rs"]
 mod guests;
@@ -31,7 +37,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::guests::Guests;
-use crate::run::{Outcome, run_seed};
+use crate::plan::Mode;
+use crate::run::{Outcome, REAL_KUBECONFIG_ENV, run_seed};
 
 fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| {
@@ -40,21 +47,60 @@ fn env_number(name: &str) -> Option<u64> {
     })
 }
 
-fn replay(seed: u64) -> String {
-    format!("REKON_CAMPAIGN_SEED={seed} cargo test -p rekon-tests --test campaign -- --nocapture")
+fn replay(seed: u64, test: &str) -> String {
+    format!(
+        "REKON_CAMPAIGN_SEED={seed} cargo test -p rekon-tests --test campaign -- --nocapture --exact {test}"
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeded_fault_campaign() {
+    campaign(Mode::Mixed, "REKON_CAMPAIGN_SEEDS", 50, "seeded_fault_campaign").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_leader_mid_workload_keeps_the_invariants_and_converges() {
+    campaign(
+        Mode::KillLeader,
+        "REKON_CAMPAIGN_KILL_SEEDS",
+        4,
+        "killing_the_leader_mid_workload_keeps_the_invariants_and_converges",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_leader_on_a_real_apiserver_keeps_the_invariants_and_converges() {
+    if std::env::var_os(REAL_KUBECONFIG_ENV).is_none() {
+        println!("{REAL_KUBECONFIG_ENV} is not set: no real kube-apiserver to run against");
+        return;
+    }
+    campaign(
+        Mode::KillLeaderReal,
+        "REKON_CAMPAIGN_REAL_SEEDS",
+        2,
+        "killing_the_leader_on_a_real_apiserver_keeps_the_invariants_and_converges",
+    )
+    .await;
+}
+
+/// Runs the seeds of `mode` (how many: `seeds_env`, else `default_seeds`) and fails
+/// naming the command that replays each failed seed.
+async fn campaign(mode: Mode, seeds_env: &str, default_seeds: u64, test: &str) {
     let seeds: Vec<u64> = match env_number("REKON_CAMPAIGN_SEED") {
         Some(seed) => vec![seed],
         None => {
             let start = env_number("REKON_CAMPAIGN_START").unwrap_or(0);
-            let count = env_number("REKON_CAMPAIGN_SEEDS").unwrap_or(50);
+            let count = env_number(seeds_env).unwrap_or(default_seeds);
             (start..start + count).collect()
         }
     };
-    let jobs = env_number("REKON_CAMPAIGN_JOBS").unwrap_or(3).max(1) as usize;
+    // On a shared real server every host watches every namespace: one seed at a time.
+    let jobs = if mode.real() {
+        1
+    } else {
+        env_number("REKON_CAMPAIGN_JOBS").unwrap_or(3).max(1) as usize
+    };
     let began = Instant::now();
     let guests = Arc::new(Guests::load());
     let slots = Arc::new(Semaphore::new(jobs));
@@ -63,7 +109,7 @@ async fn seeded_fault_campaign() {
         let (guests, slots) = (guests.clone(), slots.clone());
         running.spawn(async move {
             let _slot = slots.acquire_owned().await.expect("semaphore");
-            run_seed(seed, &guests).await
+            run_seed(seed, mode, &guests).await
         });
     }
     let mut outcomes: Vec<Outcome> = Vec::new();
@@ -79,17 +125,17 @@ async fn seeded_fault_campaign() {
                 outcome.violations,
                 outcome.not_converged,
                 outcome.evidence,
-                replay(outcome.seed)
+                replay(outcome.seed, test)
             );
         }
         outcomes.push(outcome);
     }
     outcomes.sort_by_key(|o| o.seed);
-    println!("{}", summarize(&outcomes, began.elapsed()));
+    println!("{mode:?} {}", summarize(&outcomes, began.elapsed()));
     let failed: Vec<String> = outcomes
         .iter()
         .filter(|o| o.failed())
-        .map(|o| replay(o.seed))
+        .map(|o| replay(o.seed, test))
         .collect();
     assert!(
         failed.is_empty(),

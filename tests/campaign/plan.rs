@@ -71,6 +71,28 @@ impl Misbehaviour {
     }
 }
 
+/// What a campaign exercises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Everything, drawn per seed: faults, topology, crashes, failovers, bad modules.
+    Mixed,
+    /// Kill the leader: two elected replicas; the leader dies without any cleanup (its
+    /// runtime torn down mid-request, the lease not released) and a new process starts,
+    /// once or twice mid-workload; API faults as drawn per seed.
+    KillLeader,
+    /// Kill the leader on a real kube-apiserver v1.20.2: no injected faults, no DRA (v1.20
+    /// has no resource.k8s.io), PVCs created with the finalizer the admission plugin would
+    /// add, and pods deleted with grace 0 (no kubelet finishes a graceful delete).
+    KillLeaderReal,
+}
+
+impl Mode {
+    /// The API server is a real one (`REKON_REAL_KUBECONFIG`).
+    pub fn real(self) -> bool {
+        self == Mode::KillLeaderReal
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Topology {
     /// One host.
@@ -91,6 +113,7 @@ pub struct Step {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub seed: u64,
+    pub mode: Mode,
     pub topology: Topology,
     pub shared_claims: Vec<String>,
     pub steps: Vec<Step>,
@@ -98,9 +121,14 @@ pub struct Plan {
 }
 
 impl Plan {
+    #[cfg(test)]
     pub fn for_seed(seed: u64) -> Self {
+        Self::for_mode(seed, Mode::Mixed)
+    }
+
+    pub fn for_mode(seed: u64, mode: Mode) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let topology = if rng.random_bool(0.3) {
+        let topology = if rng.random_bool(0.3) || mode != Mode::Mixed {
             Topology::Elected
         } else {
             Topology::Single
@@ -110,14 +138,43 @@ impl Plan {
             .collect();
         let mut plan = Plan {
             seed,
+            mode,
             topology,
             shared_claims,
             steps: Vec::new(),
             faults: faults(&mut rng, seed),
         };
         plan.steps = workload(&mut rng, &plan.shared_claims);
-        plan.disrupt(&mut rng);
+        match mode {
+            Mode::Mixed => plan.disrupt(&mut rng),
+            Mode::KillLeader => plan.kill_leader(&mut rng),
+            Mode::KillLeaderReal => {
+                plan.kill_leader(&mut rng);
+                plan.without_dra_and_faults();
+            }
+        }
         plan
+    }
+
+    /// The leader is killed after one or two distinct steps (never the first).
+    fn kill_leader(&mut self, rng: &mut ChaCha8Rng) {
+        let kills = rng.random_range(1..=2);
+        let steps: Vec<usize> = (1..self.steps.len()).collect();
+        for &i in steps.choose_multiple(rng, kills) {
+            self.steps[i].disruption = Some(Disruption::Failover);
+        }
+    }
+
+    /// For a v1.20 server: no claims of any kind, no injected faults.
+    fn without_dra_and_faults(&mut self) {
+        self.shared_claims.clear();
+        self.faults = FaultConfig::new().seed(self.seed);
+        for step in &mut self.steps {
+            if let Op::CreatePod(pod) = &mut step.op {
+                pod.template_claims.clear();
+                pod.shared_claims.clear();
+            }
+        }
     }
 
     /// The PVCs the workload creates.
@@ -155,8 +212,9 @@ impl Plan {
     /// One line per step, for a failing seed's report.
     pub fn describe(&self) -> String {
         let mut text = format!(
-            "seed {}: {:?}, shared claims {:?}\nfaults: {}\n",
+            "seed {} ({:?}): {:?}, shared claims {:?}\nfaults: {}\n",
             self.seed,
+            self.mode,
             self.topology,
             self.shared_claims,
             serde_json::to_string(&self.faults).unwrap_or_default()
@@ -305,5 +363,33 @@ mod tests {
             );
         }
         assert_ne!(Plan::for_seed(1).describe(), Plan::for_seed(2).describe());
+    }
+
+    #[test]
+    fn kill_the_leader_plans_kill_an_elected_leader_mid_workload() {
+        for seed in 0..50 {
+            for mode in [Mode::KillLeader, Mode::KillLeaderReal] {
+                let plan = Plan::for_mode(seed, mode);
+                assert_eq!(plan.topology, Topology::Elected);
+                let kills = plan
+                    .steps
+                    .iter()
+                    .filter(|s| s.disruption == Some(Disruption::Failover))
+                    .count();
+                assert!((1..=2).contains(&kills), "seed {seed}: {kills} kills");
+                assert!(plan.steps[0].disruption.is_none());
+                assert!(plan.steps.iter().all(|s| matches!(
+                    s.disruption,
+                    None | Some(Disruption::Failover)
+                )));
+            }
+            let real = Plan::for_mode(seed, Mode::KillLeaderReal);
+            assert_eq!(real.faults, FaultConfig::new().seed(seed));
+            assert!(real.shared_claims.is_empty());
+            assert!(real.steps.iter().all(|s| match &s.op {
+                Op::CreatePod(p) => p.template_claims.is_empty() && p.shared_claims.is_empty(),
+                _ => true,
+            }));
+        }
     }
 }

@@ -15,8 +15,6 @@ use tokio::task::JoinHandle;
 
 use crate::guests::share;
 
-const LEASE: &str = "rekon-campaign";
-
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -66,6 +64,7 @@ impl Replica {
 
     pub async fn elected(
         kubeconfig: &str,
+        lease: &str,
         identity: &str,
         deciders: &Deciders,
         journal: Arc<Journal>,
@@ -83,7 +82,7 @@ impl Replica {
             lease_duration: Duration::from_millis(1200),
             renew_deadline: Duration::from_millis(800),
             retry_period: Duration::from_millis(200),
-            ..ElectionConfig::new(LEASE, "default", identity)
+            ..ElectionConfig::new(lease, "default", identity)
         };
         let elector = LeaderElector::new(client.clone(), election).expect("election config");
         let deciders = share(deciders);

@@ -3,19 +3,26 @@
 //! stop and the run must converge.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
+use kube::api::{ListParams, PostParams, VersionMatch};
+use kube::{Api, Client};
 use rekon_apiserver::KubeletMode;
 use rekon_controllers::journal::{Entry, Journal};
-use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster};
+use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster, client_for};
 use rekon_tests::sim::{claim, namespace, template};
+use serde_json::Value;
 
 use crate::guests::{Guests, share};
 use crate::invariants::{Checker, unconverged};
-use crate::plan::{Disruption, NS, Plan, TEMPLATE, Topology};
+use crate::plan::{Disruption, Mode, NS, Plan, TEMPLATE, Topology};
 use crate::replicas::Replica;
-use crate::workload;
+use crate::workload::{self, Target};
+
+/// The kubeconfig of a real kube-apiserver v1.20.2 (as in .ci/run).
+pub const REAL_KUBECONFIG_ENV: &str = "REKON_REAL_KUBECONFIG";
 
 const CONVERGENCE: Duration = Duration::from_secs(30);
 
@@ -38,30 +45,159 @@ impl Outcome {
     }
 }
 
-/// The checker fed from the server's store and the journal.
+/// The API server of a run.
+enum Server {
+    Embedded(EmbeddedCluster),
+    /// A real kube-apiserver, shared by the seeds: each seed has its own namespace.
+    Real { client: Client, kubeconfig: String },
+}
+
+impl Server {
+    async fn start(plan: &Plan, target: &Target) -> Self {
+        if plan.mode.real() {
+            let path = std::env::var(REAL_KUBECONFIG_ENV)
+                .unwrap_or_else(|_| panic!("{REAL_KUBECONFIG_ENV} names the real server's kubeconfig"));
+            let kubeconfig = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{REAL_KUBECONFIG_ENV}={path}: {e}"));
+            let client = client_for(&kubeconfig).await.expect("client for the real server");
+            let ns: Namespace = serde_json::from_value(namespace(&target.namespace)).expect("namespace");
+            Api::<Namespace>::all(client.clone())
+                .create(&PostParams::default(), &ns)
+                .await
+                .unwrap_or_else(|e| panic!("creating namespace {}: {e}", target.namespace));
+            return Server::Real { client, kubeconfig };
+        }
+        let cluster = EmbeddedCluster::start(&ClusterOptions {
+            seed: plan.seed,
+            kubelet: KubeletMode::Instant,
+            faults: Some(plan.faults.clone()),
+            ..ClusterOptions::default()
+        })
+        .await
+        .expect("embedded API server");
+        let mut state = vec![namespace(NS), template(NS, TEMPLATE)];
+        state.extend(plan.shared_claims.iter().map(|c| claim(NS, c, true, &[])));
+        cluster
+            .server
+            .store()
+            .load_objects(state)
+            .expect("initial state");
+        Server::Embedded(cluster)
+    }
+
+    fn client(&self) -> &Client {
+        match self {
+            Server::Embedded(cluster) => &cluster.client,
+            Server::Real { client, .. } => client,
+        }
+    }
+
+    fn kubeconfig(&self) -> String {
+        match self {
+            Server::Embedded(cluster) => cluster.server.kubeconfig_yaml(),
+            Server::Real { kubeconfig, .. } => kubeconfig.clone(),
+        }
+    }
+
+    fn objects(&self, namespace: &str) -> Objects {
+        match self {
+            Server::Embedded(cluster) => Objects::Store(cluster.server.store()),
+            Server::Real { client, .. } => Objects::Api {
+                client: client.clone(),
+                namespace: namespace.to_string(),
+            },
+        }
+    }
+
+    fn stop_faults(&self) {
+        if let Server::Embedded(cluster) = self {
+            cluster.server.stop_faults();
+        }
+    }
+
+    fn faults_injected(&self) -> BTreeMap<String, u64> {
+        match self {
+            Server::Embedded(cluster) => cluster
+                .server
+                .faults_injected()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            Server::Real { .. } => BTreeMap::new(),
+        }
+    }
+
+    async fn shutdown(self) {
+        if let Server::Embedded(cluster) = self {
+            cluster.server.shutdown().await;
+        }
+    }
+}
+
+/// Where the oracle reads the objects from.
+#[derive(Clone)]
+enum Objects {
+    Store(rekon_apiserver::Store),
+    /// PVCs and pods of one namespace, listed at one resourceVersion.
+    Api { client: Client, namespace: String },
+}
+
+impl Objects {
+    /// One consistent snapshot; None when the real server could not be read.
+    async fn snapshot(&self) -> Option<Vec<Value>> {
+        match self {
+            Objects::Store(store) => Some(store.snapshot()),
+            Objects::Api { client, namespace } => {
+                let pvcs = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+                    .list(&ListParams::default())
+                    .await
+                    .ok()?;
+                let rv = pvcs.metadata.resource_version.clone()?;
+                let at = ListParams::default().at(&rv).matching(VersionMatch::Exact);
+                let pods = Api::<Pod>::namespaced(client.clone(), namespace)
+                    .list(&at)
+                    .await
+                    .ok()?;
+                let mut objects: Vec<Value> = Vec::new();
+                for pvc in pvcs.items {
+                    objects.push(serde_json::to_value(pvc).ok()?);
+                }
+                for pod in pods.items {
+                    objects.push(serde_json::to_value(pod).ok()?);
+                }
+                Some(objects)
+            }
+        }
+    }
+}
+
+/// The checker fed from the server's objects and the journal.
 #[derive(Clone)]
 struct Oracle {
-    checker: Arc<Mutex<Checker>>,
-    store: rekon_apiserver::Store,
+    checker: Arc<tokio::sync::Mutex<Checker>>,
+    objects: Objects,
     journal: Arc<Journal>,
 }
 
 impl Oracle {
-    fn check(&self) -> Vec<serde_json::Value> {
+    /// Checks one snapshot and returns it; None when it could not be read.
+    async fn check(&self) -> Option<Vec<Value>> {
         // Lock first: the sampler and the steps both check, and an older snapshot
         // checked after a newer one would show a claim created in between as deleted.
-        let mut checker = self.checker.lock().unwrap();
-        let objects = self.store.snapshot();
+        let mut checker = self.checker.lock().await;
+        let objects = self.objects.snapshot().await?;
         let entries = self.journal.entries();
         checker.objects(&objects);
         checker.journal(&entries);
-        objects
+        Some(objects)
     }
 }
 
 /// The replicas of rekon in a run and what happens to them.
 struct Rekon {
     kubeconfig: String,
+    /// The Lease the replicas elect their leader with.
+    lease: String,
     deciders: Deciders,
     journal: Arc<Journal>,
     replicas: Vec<Replica>,
@@ -69,9 +205,15 @@ struct Rekon {
 }
 
 impl Rekon {
-    async fn start(topology: Topology, kubeconfig: String, deciders: Deciders) -> Self {
+    async fn start(
+        topology: Topology,
+        kubeconfig: String,
+        lease: String,
+        deciders: Deciders,
+    ) -> Self {
         let mut rekon = Self {
             kubeconfig,
+            lease,
             deciders,
             journal: Arc::new(Journal::new()),
             replicas: Vec::new(),
@@ -97,6 +239,7 @@ impl Rekon {
                 let identity = format!("replica-{}", self.started);
                 Replica::elected(
                     &self.kubeconfig,
+                    &self.lease,
                     &identity,
                     &share(&self.deciders),
                     self.journal.clone(),
@@ -131,9 +274,9 @@ impl Rekon {
     }
 }
 
-pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
+pub async fn run_seed(seed: u64, mode: Mode, guests: &Guests) -> Outcome {
     let started = Instant::now();
-    let plan = Plan::for_seed(seed);
+    let plan = Plan::for_mode(seed, mode);
     let mut outcome = Outcome {
         seed,
         plan: plan.describe(),
@@ -144,37 +287,37 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
         elapsed: Duration::ZERO,
         evidence: None,
     };
-    let cluster = EmbeddedCluster::start(&ClusterOptions {
-        seed,
-        kubelet: KubeletMode::Instant,
-        faults: Some(plan.faults.clone()),
-        ..ClusterOptions::default()
-    })
-    .await
-    .expect("embedded API server");
-    let mut state = vec![namespace(NS), template(NS, TEMPLATE)];
-    state.extend(plan.shared_claims.iter().map(|c| claim(NS, c, true, &[])));
-    cluster
-        .server
-        .store()
-        .load_objects(state)
-        .expect("initial state");
+    // On a real server each seed gets a namespace (and a Lease) of its own: v1.20 without
+    // a controller-manager never finishes deleting one.
+    let target = Target {
+        namespace: if mode.real() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            format!("campaign-{seed}-{}", now.as_millis() % 1_000_000_000)
+        } else {
+            NS.to_string()
+        },
+        real: mode.real(),
+    };
+    let cluster = Server::start(&plan, &target).await;
 
     let deciders = guests.deciders();
     let pvc_slot = deciders
         .get::<rekon_contract::PvcProtectionWorld>()
         .expect("a pvc-protection slot");
-    let mut rekon = Rekon::start(plan.topology, cluster.server.kubeconfig_yaml(), deciders).await;
+    let lease = format!("rekon-{}", target.namespace);
+    let mut rekon = Rekon::start(plan.topology, cluster.kubeconfig(), lease, deciders).await;
     let oracle = Oracle {
-        checker: Arc::new(Mutex::new(Checker::new(plan.pvc_names()))),
-        store: cluster.server.store(),
+        checker: Arc::new(tokio::sync::Mutex::new(Checker::new(plan.pvc_names()))),
+        objects: cluster.objects(&target.namespace),
         journal: rekon.journal.clone(),
     };
     let sampler = {
         let oracle = oracle.clone();
         tokio::spawn(async move {
             loop {
-                oracle.check();
+                oracle.check().await;
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
@@ -183,7 +326,7 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
     let mut bad_module = false;
 
     for step in &plan.steps {
-        if let Err(err) = workload::apply(&cluster.client, &step.op).await {
+        if let Err(err) = workload::apply(cluster.client(), &target, &step.op).await {
             outcome.not_converged.push(err.to_string());
             break;
         }
@@ -208,17 +351,20 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
             None => {}
         }
         tokio::time::sleep(step.pause).await;
-        oracle.check();
+        oracle.check().await;
     }
 
     // The faults stop; rekon must now converge.
-    cluster.server.stop_faults();
+    cluster.stop_faults();
     if bad_module {
         pvc_slot.swap(guests.good_pvc());
     }
     let deadline = Instant::now() + CONVERGENCE;
     let mut pending = loop {
-        let pending = unconverged(&oracle.check());
+        let pending = match oracle.check().await {
+            Some(objects) => unconverged(&objects),
+            None => vec!["the server's objects could not be read".to_string()],
+        };
         if pending.is_empty() || Instant::now() > deadline {
             break pending;
         }
@@ -232,7 +378,7 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
         }
     }
     outcome.not_converged.extend(pending);
-    oracle.check();
+    oracle.check().await;
     sampler.abort();
 
     let failed_decisions = rekon
@@ -249,17 +395,13 @@ pub async fn run_seed(seed: u64, guests: &Guests) -> Outcome {
     }
     let journal = rekon.journal.clone();
     rekon.stop().await;
-    outcome.faults = cluster
-        .server
-        .faults_injected()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    outcome.violations = oracle.checker.lock().unwrap().violations();
+    outcome.faults = cluster.faults_injected();
+    outcome.violations = oracle.checker.lock().await.violations();
     if outcome.failed() {
-        outcome.evidence = keep_evidence(seed, &journal, &cluster.objects());
+        let objects = oracle.objects.snapshot().await.unwrap_or_default();
+        outcome.evidence = keep_evidence(seed, &journal, &objects);
     }
-    cluster.server.shutdown().await;
+    cluster.shutdown().await;
     outcome.elapsed = started.elapsed();
     outcome
 }

@@ -7,10 +7,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use rekon_tests::sim::{pod, pvc_volume};
+use rekon_tests::sim::{PVC_FINALIZER, pod, pvc_volume};
 use serde_json::{Value, json};
 
-use crate::plan::{NODE, NS, Op, PodPlan, TEMPLATE};
+use crate::plan::{NODE, Op, PodPlan, TEMPLATE};
 
 const ATTEMPTS: usize = 60;
 
@@ -61,20 +61,29 @@ fn not_found(err: &kube::Error) -> bool {
     reason(err).is_some_and(|(code, _)| code == 404)
 }
 
-pub async fn apply(client: &Client, op: &Op) -> Result<(), WorkloadError> {
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NS);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+/// Where the workload runs.
+pub struct Target {
+    pub namespace: String,
+    /// A real kube-apiserver: no admission adds the PVC finalizer, no kubelet finishes a
+    /// graceful pod delete; the workload does both itself.
+    pub real: bool,
+}
+
+pub async fn apply(client: &Client, target: &Target, op: &Op) -> Result<(), WorkloadError> {
+    let ns = target.namespace.as_str();
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     match op {
         Op::CreatePvc(name) => {
             let object: PersistentVolumeClaim =
-                serde_json::from_value(pvc_object(name)).expect("PVC object");
+                serde_json::from_value(pvc_object(target, name)).expect("PVC object");
             until_settled(op, already_exists, || async {
                 pvcs.create(&PostParams::default(), &object).await.map(drop)
             })
             .await
         }
         Op::CreatePod(plan) => {
-            let object: Pod = serde_json::from_value(pod_object(plan)).expect("pod object");
+            let object: Pod = serde_json::from_value(pod_object(ns, plan)).expect("pod object");
             until_settled(op, already_exists, || async {
                 pods.create(&PostParams::default(), &object).await.map(drop)
             })
@@ -90,8 +99,13 @@ pub async fn apply(client: &Client, op: &Op) -> Result<(), WorkloadError> {
             .await
         }
         Op::DeletePod(name) => {
+            let params = if target.real {
+                DeleteParams::default().grace_period(0)
+            } else {
+                DeleteParams::default()
+            };
             until_settled(op, not_found, || async {
-                pods.delete(name, &DeleteParams::default()).await.map(drop)
+                pods.delete(name, &params).await.map(drop)
             })
             .await
         }
@@ -104,15 +118,19 @@ pub async fn apply(client: &Client, op: &Op) -> Result<(), WorkloadError> {
     }
 }
 
-fn pvc_object(name: &str) -> Value {
-    json!({
+fn pvc_object(target: &Target, name: &str) -> Value {
+    let mut object = json!({
         "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": {"namespace": NS, "name": name},
+        "metadata": {"namespace": target.namespace, "name": name},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-    })
+    });
+    if target.real {
+        object["metadata"]["finalizers"] = json!([PVC_FINALIZER]);
+    }
+    object
 }
 
-fn pod_object(plan: &PodPlan) -> Value {
+fn pod_object(ns: &str, plan: &PodPlan) -> Value {
     let node = if plan.scheduled { NODE } else { "" };
     let volumes: Vec<Value> = plan
         .pvcs
@@ -120,7 +138,7 @@ fn pod_object(plan: &PodPlan) -> Value {
         .enumerate()
         .map(|(i, claim)| pvc_volume(&format!("v{i}"), claim))
         .collect();
-    let mut object = pod(NS, &plan.name, node, json!(volumes));
+    let mut object = pod(ns, &plan.name, node, json!(volumes));
     object["metadata"]
         .as_object_mut()
         .expect("metadata")

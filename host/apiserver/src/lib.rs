@@ -19,11 +19,13 @@ pub mod faults;
 pub mod http;
 pub mod meta;
 pub mod names;
+pub mod owners;
 pub mod patch;
 pub mod registry;
 pub mod resources;
 pub mod selectors;
 pub mod store;
+pub mod stored;
 pub mod watch;
 mod yaml;
 

@@ -199,6 +199,11 @@ impl Selectors {
     pub fn matches(&self, obj: &Value) -> bool {
         self.labels.matches(obj) && self.fields.matches(obj)
     }
+
+    /// Selects every object.
+    pub fn is_empty(&self) -> bool {
+        self.labels.0.is_empty() && self.fields.0.is_empty()
+    }
 }
 
 #[cfg(test)]

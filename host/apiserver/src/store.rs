@@ -1,7 +1,9 @@
 //! Object storage: objects keyed by (resource, namespace, name), one global resourceVersion
 //! counter shared by every kind (row 1), and the bounded event history watches read (rows 16, 19).
 //! The history is bounded by event count and by the bytes its objects take, so a few large
-//! objects written often cannot hold gigabytes of old versions.
+//! objects written often cannot hold gigabytes of old versions. Objects are kept as compact
+//! JSON ([`Stored`]), shared between the current state and the history, so those bytes are
+//! the memory the history holds; an owner index by uid serves the garbage collector.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Bound, RangeBounds};
@@ -12,7 +14,9 @@ use serde_json::Value;
 
 use crate::conversion;
 use crate::meta;
+use crate::owners::OwnerIndex;
 use crate::resources::ResourceId;
+use crate::stored::{Ownership, Stored};
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectKey {
@@ -78,10 +82,10 @@ pub struct WatchEvent {
     pub event_type: EventType,
     /// The object as watchers see it: the new state, or for DELETED the last stored state
     /// carrying the delete's resourceVersion.
-    pub object: Value,
+    pub object: Stored,
     /// The stored state before this change (None for ADDED); selectors are applied to it too,
     /// and consistent list pages rebuild older states from it.
-    pub previous: Option<Value>,
+    pub previous: Option<Stored>,
     pub at: Instant,
     /// Serialized size of `object` and `previous`, what the history's byte bound counts.
     pub bytes: usize,
@@ -97,10 +101,10 @@ impl WatchEvent {
     /// (object, previous) in the shape of `resource`.
     pub fn served_as(&self, resource: ResourceId) -> (Value, Option<Value>) {
         (
-            conversion::from_storage(resource, self.object.clone()),
+            conversion::from_storage(resource, self.object.decode()),
             self.previous
-                .clone()
-                .map(|p| conversion::from_storage(resource, p)),
+                .as_ref()
+                .map(|p| conversion::from_storage(resource, p.decode())),
         )
     }
 }
@@ -115,7 +119,7 @@ pub struct TooOld {
 
 #[derive(Debug)]
 pub struct Objects {
-    objects: BTreeMap<ObjectKey, Value>,
+    objects: BTreeMap<ObjectKey, Stored>,
     rv: u64,
     history: VecDeque<Arc<WatchEvent>>,
     /// A watch from resourceVersion N is served iff N >= floor: every event after the floor is
@@ -124,6 +128,7 @@ pub struct Objects {
     limits: HistoryLimits,
     /// Sum of `bytes` over the history.
     history_bytes: usize,
+    owners: OwnerIndex,
 }
 
 /// How much watch history is kept; the oldest events go first. The newest event is always
@@ -152,6 +157,7 @@ impl Objects {
             floor: 0,
             limits,
             history_bytes: 0,
+            owners: OwnerIndex::default(),
         }
     }
 
@@ -171,7 +177,7 @@ impl Objects {
     /// The object in the shape of `key.resource`.
     pub fn get(&self, key: &ObjectKey) -> Option<Value> {
         let stored = self.objects.get(&key.stored())?;
-        Some(conversion::from_storage(key.resource, stored.clone()))
+        Some(conversion::from_storage(key.resource, stored.decode()))
     }
 
     /// Objects of one resource (in one namespace, if given) in its shape, sorted by namespace
@@ -191,26 +197,60 @@ impl Objects {
             .map(move |(k, v)| {
                 (
                     k.served_as(resource),
-                    conversion::from_storage(resource, v.clone()),
+                    conversion::from_storage(resource, v.decode()),
                 )
             })
     }
 
-    /// Objects of a storage resource (in one namespace, if given) as stored, without copies:
-    /// for scans that look at every object and keep few of them.
+    /// Objects of a storage resource (in one namespace, if given) as stored (decode what
+    /// a scan keeps).
     pub fn iter_stored(
         &self,
         storage: ResourceId,
         namespace: Option<&str>,
-    ) -> impl Iterator<Item = (&ObjectKey, &Value)> {
+    ) -> impl Iterator<Item = (&ObjectKey, &Stored)> {
         let start = ObjectKey::new(storage, namespace.unwrap_or(""), "");
         self.objects.range(start..).take_while(move |(k, _)| {
             k.resource == storage && namespace.is_none_or(|ns| k.namespace == ns)
         })
     }
 
+    /// A stored object by its key in storage form.
+    pub fn get_stored(&self, key: &ObjectKey) -> Option<&Stored> {
+        self.objects.get(key)
+    }
+
+    /// The key (in storage form) of the stored object with this uid.
+    pub fn key_by_uid(&self, uid: &str) -> Option<&ObjectKey> {
+        self.owners.key_of(uid)
+    }
+
+    /// The stored objects whose ownerReferences name `uid`.
+    pub fn dependents_of(&self, uid: &str) -> impl Iterator<Item = (&ObjectKey, &Stored)> {
+        self.owners
+            .dependents_of(uid)
+            .filter_map(|key| Some((key, self.objects.get(key)?)))
+    }
+
+    /// Every stored object in `namespace`, of any resource, as stored: one range per resource
+    /// stored, not a scan of every object.
+    pub fn iter_namespace<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Stored)> + 'a {
+        let mut resource = self.objects.keys().next().map(|k| k.resource);
+        std::iter::from_fn(move || {
+            let current = resource?;
+            // Namespace names are DNS labels: this sorts after every key of `current`.
+            let past = ObjectKey::new(current, "\u{10FFFF}", "");
+            resource = self.objects.range(past..).next().map(|(k, _)| k.resource);
+            Some(self.iter_stored(current, Some(namespace)))
+        })
+        .flatten()
+    }
+
     /// Every stored object, in its storage shape.
-    pub fn iter_all(&self) -> impl Iterator<Item = (&ObjectKey, &Value)> {
+    pub fn iter_all(&self) -> impl Iterator<Item = (&ObjectKey, &Stored)> {
         self.objects.iter()
     }
 
@@ -222,13 +262,19 @@ impl Objects {
         let mut object = conversion::to_storage(resource, object);
         self.rv += 1;
         meta::set_resource_version(&mut object, self.rv);
-        let previous = self.objects.insert(key.clone(), object.clone());
+        let stored = Stored::encode(&object);
+        let previous = self.objects.insert(key.clone(), stored.clone());
+        self.owners.update(
+            &key,
+            previous.as_ref().map(Stored::ownership).as_ref(),
+            Some(&Ownership::of(&object)),
+        );
         let event_type = if previous.is_some() {
             EventType::Modified
         } else {
             EventType::Added
         };
-        self.record(key, event_type, object.clone(), previous);
+        self.record(key, event_type, stored, previous);
         conversion::from_storage(resource, object)
     }
 
@@ -238,26 +284,29 @@ impl Objects {
         let resource = key.resource;
         let key = &key.stored();
         let stored = self.objects.remove(key)?;
+        self.owners
+            .update(key, Some(&stored.ownership()), None);
         self.rv += 1;
-        let mut tombstone = stored.clone();
+        let last = stored.decode();
+        let mut tombstone = last.clone();
         meta::set_resource_version(&mut tombstone, self.rv);
         self.record(
             key.clone(),
             EventType::Deleted,
-            tombstone,
-            Some(stored.clone()),
+            Stored::encode(&tombstone),
+            Some(stored),
         );
-        Some(conversion::from_storage(resource, stored))
+        Some(conversion::from_storage(resource, last))
     }
 
     fn record(
         &mut self,
         key: ObjectKey,
         event_type: EventType,
-        object: Value,
-        previous: Option<Value>,
+        object: Stored,
+        previous: Option<Stored>,
     ) {
-        let bytes = serialized_len(&object) + previous.as_ref().map_or(0, serialized_len);
+        let bytes = object.len() + previous.as_ref().map_or(0, Stored::len);
         self.history.push_back(Arc::new(WatchEvent {
             rv: self.rv,
             key,
@@ -319,7 +368,7 @@ impl Objects {
             k.resource == storage && namespace.is_none_or(|ns| k.namespace == ns)
         };
         // Each key changed since `at`: its state then (None: it did not exist).
-        let mut then: BTreeMap<&ObjectKey, Option<&Value>> = BTreeMap::new();
+        let mut then: BTreeMap<&ObjectKey, Option<&Stored>> = BTreeMap::new();
         if let Some(rv) = at {
             if rv < self.floor {
                 return Err(TooOld {
@@ -346,7 +395,7 @@ impl Objects {
         .map(move |(k, v)| {
             (
                 k.served_as(resource),
-                conversion::from_storage(resource, v.clone()),
+                conversion::from_storage(resource, v.decode()),
             )
         }))
     }
@@ -361,10 +410,10 @@ struct Overlay<N: Iterator, T: Iterator> {
 
 impl<'a, N, T> Iterator for Overlay<N, T>
 where
-    N: Iterator<Item = (&'a ObjectKey, &'a Value)>,
-    T: Iterator<Item = (&'a ObjectKey, Option<&'a Value>)>,
+    N: Iterator<Item = (&'a ObjectKey, &'a Stored)>,
+    T: Iterator<Item = (&'a ObjectKey, Option<&'a Stored>)>,
 {
-    type Item = (&'a ObjectKey, &'a Value);
+    type Item = (&'a ObjectKey, &'a Stored);
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -386,23 +435,6 @@ where
             }
         }
     }
-}
-
-/// Length of `value` as compact JSON, without building the text.
-fn serialized_len(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
 }
 
 #[cfg(test)]
@@ -440,8 +472,9 @@ mod tests {
                 (3, EventType::Deleted)
             ]
         );
-        assert_eq!(events[2].object["metadata"]["resourceVersion"], "3");
-        assert_eq!(events[2].object["data"]["v"], "2");
+        let deleted = events[2].object.decode();
+        assert_eq!(deleted["metadata"]["resourceVersion"], "3");
+        assert_eq!(deleted["data"]["v"], "2");
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! old and new state, bookmarks, streaming lists, `timeoutSeconds`, and the in-stream 410 when
 //! the history no longer covers the start.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +17,7 @@ use crate::registry::Store;
 use crate::resources::ResourceId;
 use crate::selectors::Selectors;
 use crate::store::{EventType, WatchEvent};
+use crate::stored::Stored;
 
 /// A watch the HTTP layer has validated.
 #[derive(Debug, Clone)]
@@ -53,6 +53,29 @@ impl Sink {
         line.push(b'\n');
         self.tx.send(Bytes::from(line)).await.is_ok()
     }
+
+    /// Sends an event; a stored object goes out as the text it is stored as.
+    async fn send_payload(&self, event_type: &str, payload: &Payload<'_>) -> bool {
+        match payload {
+            Payload::Object(object) => self.send(event_type, object).await,
+            Payload::Stored(stored) => {
+                let mut line = Vec::with_capacity(stored.len() + 32);
+                line.extend_from_slice(b"{\"type\":\"");
+                line.extend_from_slice(event_type.as_bytes());
+                line.extend_from_slice(b"\",\"object\":");
+                line.extend_from_slice(stored.as_bytes());
+                line.extend_from_slice(b"}\n");
+                self.tx.send(Bytes::from(line)).await.is_ok()
+            }
+        }
+    }
+}
+
+/// The object of an event as a watcher gets it.
+enum Payload<'a> {
+    /// As stored: the resource is served in its storage shape and nothing is selected.
+    Stored(&'a Stored),
+    Object(Value),
 }
 
 fn bookmark(resource: ResourceId, rv: u64, initial_events_end: bool) -> Value {
@@ -65,37 +88,30 @@ fn bookmark(resource: ResourceId, rv: u64, initial_events_end: bool) -> Value {
 }
 
 /// The event a watcher with these selectors sees for `event`, if any: an object entering the
-/// selector is ADDED, one leaving it is DELETED (with the new resourceVersion). Borrowed from
-/// the history unless the resource is served in another shape than it is stored.
-fn visible_event<'a>(
-    req: &WatchRequest,
-    event: &'a WatchEvent,
-) -> Option<(EventType, Cow<'a, Value>)> {
+/// selector is ADDED, one leaving it is DELETED (with the new resourceVersion). Sent as stored
+/// unless the resource is served in another shape or selectors must look inside.
+fn visible_event<'a>(req: &WatchRequest, event: &'a WatchEvent) -> Option<(EventType, Payload<'a>)> {
     if !event.concerns(req.resource, req.namespace.as_deref()) {
         return None;
     }
-    let (object, previous) = if req.resource.storage() == req.resource {
-        (
-            Cow::Borrowed(&event.object),
-            event.previous.as_ref().map(Cow::Borrowed),
-        )
-    } else {
-        let (object, previous) = event.served_as(req.resource);
-        (Cow::Owned(object), previous.map(Cow::Owned))
-    };
+    if req.resource.storage() == req.resource && req.selectors.is_empty() {
+        return Some((event.event_type, Payload::Stored(&event.object)));
+    }
+    let (object, previous) = event.served_as(req.resource);
     let new_matches = req.selectors.matches(&object);
+    let visible = |event_type| Some((event_type, Payload::Object(object)));
     match event.event_type {
-        EventType::Added => new_matches.then_some((EventType::Added, object)),
-        EventType::Deleted => new_matches.then_some((EventType::Deleted, object)),
+        EventType::Added | EventType::Deleted if new_matches => visible(event.event_type),
+        EventType::Added | EventType::Deleted => None,
         EventType::Modified => {
             let old_matches = previous.as_ref().is_some_and(|p| req.selectors.matches(p));
             match (old_matches, new_matches) {
-                (true, true) => Some((EventType::Modified, object)),
-                (false, true) => Some((EventType::Added, object)),
+                (true, true) => visible(EventType::Modified),
+                (false, true) => visible(EventType::Added),
                 (true, false) => {
-                    let mut gone = previous.map(Cow::into_owned).unwrap_or_default();
+                    let mut gone = previous.unwrap_or_default();
                     crate::meta::set_resource_version(&mut gone, event.rv);
-                    Some((EventType::Deleted, Cow::Owned(gone)))
+                    Some((EventType::Deleted, Payload::Object(gone)))
                 }
                 (false, false) => None,
             }
@@ -193,13 +209,13 @@ async fn run(
                 tokio::time::sleep_until(due).await;
             }
             last = event.rv;
-            let Some((event_type, object)) = visible_event(req, &event) else {
+            let Some((event_type, payload)) = visible_event(req, &event) else {
                 continue;
             };
             if faults.drop_event(plan) {
                 continue;
             }
-            if !sink.send(event_type.as_str(), &object).await {
+            if !sink.send_payload(event_type.as_str(), &payload).await {
                 return;
             }
             sent += 1;

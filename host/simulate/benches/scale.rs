@@ -28,7 +28,7 @@ use http::{Method, Request};
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rekon_apiserver::KubeletMode;
-use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
+use rekon_contract::{EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld};
 use rekon_controllers::decider::{Decider, GuestInfo, Native, Slot};
 use rekon_controllers::host::Host;
 use rekon_controllers::journal::Journal;
@@ -55,13 +55,16 @@ enum Workload {
     Protect,
     /// N pods with a template claim: claims created, pod statuses written.
     Claims,
+    /// N pods with an ephemeral volume: one PVC created for each.
+    Ephemeral,
 }
 
-const WORKLOADS: [Workload; 4] = [
+const WORKLOADS: [Workload; 5] = [
     Workload::Release1Ns,
     Workload::Release100Ns,
     Workload::Protect,
     Workload::Claims,
+    Workload::Ephemeral,
 ];
 
 impl Workload {
@@ -71,6 +74,26 @@ impl Workload {
             Self::Release100Ns => "release-100ns",
             Self::Protect => "protect",
             Self::Claims => "claims",
+            Self::Ephemeral => "ephemeral",
+        }
+    }
+
+    /// The controller the workload exercises, and the fewest API requests per unit of
+    /// work the API allows it (writes; its initial lists and watches amortise to zero).
+    fn minimum(self) -> (&'static str, &'static [(&'static str, f64)]) {
+        match self {
+            Self::Release1Ns | Self::Release100Ns | Self::Protect => (
+                "pvc-protection",
+                &[("patch persistentvolumeclaims", 1.0)],
+            ),
+            Self::Claims => (
+                "resource-claim",
+                &[("create resourceclaims", 1.0), ("patch pods/status", 1.0)],
+            ),
+            Self::Ephemeral => (
+                "ephemeral-volume",
+                &[("create persistentvolumeclaims", 1.0)],
+            ),
         }
     }
 
@@ -113,6 +136,7 @@ impl Workload {
                     objects.push(claim);
                 }
                 Self::Claims => objects.push(claim_pod(&ns(i), i)),
+                Self::Ephemeral => objects.push(ephemeral_pod(&ns(i), i)),
             }
         }
         if self == Self::Claims {
@@ -128,7 +152,7 @@ impl Workload {
     /// Objects the host caches at its peak.
     fn cached_objects(self, n: usize) -> usize {
         match self {
-            Self::Release1Ns | Self::Release100Ns | Self::Claims => 2 * n,
+            Self::Release1Ns | Self::Release100Ns | Self::Claims | Self::Ephemeral => 2 * n,
             Self::Protect => n,
         }
     }
@@ -164,6 +188,12 @@ impl Workload {
                     "{claims} claims and {statuses} pod statuses of {n}"
                 ))
             }
+            Self::Ephemeral => {
+                let pvcs = of_kind("PersistentVolumeClaim").count();
+                (pvcs == n)
+                    .then_some(())
+                    .ok_or(format!("{pvcs} of {n} ephemeral PVCs created"))
+            }
         }
     }
 }
@@ -198,6 +228,16 @@ fn claim_pod(ns: &str, i: usize) -> Value {
         "metadata": {"namespace": ns, "name": format!("pod-{i}")},
         "spec": {"containers": [{"name": "c", "image": "i"}],
                  "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}
+    })
+}
+
+fn ephemeral_pod(ns: &str, i: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": ns, "name": format!("pod-{i}")},
+        "spec": {"containers": [{"name": "c", "image": "i"}],
+                 "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
+                     "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}]}
     })
 }
 
@@ -243,9 +283,24 @@ impl DeciderKind {
                 )
             }
         };
-        Deciders::new()
+        let deciders = Deciders::new()
             .with(Arc::new(Slot::new(pvc)))
-            .with(Arc::new(Slot::new(claim)))
+            .with(Arc::new(Slot::new(claim)));
+        match self {
+            // The ephemeral-volume logic has no native build: its rows are wasm only.
+            Self::Native => deciders,
+            Self::Wasm => {
+                let engine = Engine::new(EngineConfig::default()).expect("engine");
+                let ephemeral: Arc<dyn Decider<EphemeralVolumeWorld>> = Arc::new(
+                    engine
+                        .loader()
+                        .world(World::of::<EphemeralVolumeWorld>())
+                        .file(rekon_runtime::testing::guest_dir().join("rekon_guest_ephemeral_volume.wasm"))
+                        .expect("run `make guests`"),
+                );
+                deciders.with(Arc::new(Slot::new(ephemeral)))
+            }
+        }
     }
 }
 
@@ -318,20 +373,15 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> S::Future {
-        let verb = verb(request.method(), request.uri());
-        *self
-            .counts
-            .0
-            .lock()
-            .unwrap()
-            .entry(verb.into())
-            .or_default() += 1;
+        let kind = request_kind(request.method(), request.uri());
+        *self.counts.0.lock().unwrap().entry(kind).or_default() += 1;
         self.inner.call(request)
     }
 }
 
-/// The API verb of a request, as the API server's audit log names it.
-fn verb(method: &Method, uri: &http::Uri) -> &'static str {
+/// The API verb and resource of a request, as the API server's audit log names them:
+/// `patch persistentvolumeclaims`, `patch pods/status`, `list discovery`.
+fn request_kind(method: &Method, uri: &http::Uri) -> String {
     // /api/v1/... or /apis/GROUP/VERSION/...; then [namespaces/NS/]RESOURCE[/NAME[/SUB]]
     let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
     let rest = match segments.first() {
@@ -344,11 +394,16 @@ fn verb(method: &Method, uri: &http::Uri) -> &'static str {
         ["namespaces", _, tail @ ..] if !tail.is_empty() => tail,
         _ => rest,
     };
+    let resource = match rest {
+        [] => "discovery".to_string(),
+        [resource, _, sub, ..] => format!("{resource}/{sub}"),
+        [resource, ..] => resource.to_string(),
+    };
     let collection = rest.len() <= 1;
     let watch = uri
         .query()
         .is_some_and(|q| q.split('&').any(|p| p == "watch=true"));
-    match (method.as_str(), collection) {
+    let verb = match (method.as_str(), collection) {
         ("GET", true) if watch => "watch",
         ("GET", true) => "list",
         ("GET", false) => "get",
@@ -358,7 +413,8 @@ fn verb(method: &Method, uri: &http::Uri) -> &'static str {
         ("DELETE", true) => "deletecollection",
         ("DELETE", false) => "delete",
         _ => "other",
-    }
+    };
+    format!("{verb} {resource}")
 }
 
 fn proc_status_kib(field: &str) -> u64 {
@@ -505,8 +561,14 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Requests summed by verb.
 fn format_requests(requests: &BTreeMap<String, u64>) -> String {
-    requests
+    let mut by_verb: BTreeMap<&str, u64> = BTreeMap::new();
+    for (kind, count) in requests {
+        let verb = kind.split_once(' ').map_or(kind.as_str(), |(verb, _)| verb);
+        *by_verb.entry(verb).or_default() += count;
+    }
+    by_verb
         .iter()
         .map(|(verb, count)| format!("{verb} {count}"))
         .collect::<Vec<_>>()
@@ -557,9 +619,13 @@ fn main() {
         "| workload | N | decider | converged in | API requests by verb | decisions/s | peak RSS | host RSS / object |"
     );
     println!("|---|---|---|---|---|---|---|---|");
+    let mut per_unit = Vec::new();
     for workload in &workloads {
         for n in [1_000, 10_000, 50_000].into_iter().filter(|&n| n <= max_n) {
             for decider in &deciders {
+                if *workload == Workload::Ephemeral && *decider == DeciderKind::Native {
+                    continue;
+                }
                 let row = Row {
                     workload: *workload,
                     n,
@@ -576,6 +642,7 @@ fn main() {
                         let per_object = (m.peak_kib.saturating_sub(m.baseline_kib)) as f64
                             * 1024.0
                             / workload.cached_objects(n) as f64;
+                        per_unit.push(requests_per_unit(row, &m.requests));
                         format!(
                             "{time} | {} | {:.0} | {:.0} MiB | {:.0} B",
                             format_requests(&m.requests),
@@ -599,4 +666,47 @@ fn main() {
         "converged in: host start to idle ({} ms quiet subtracted); host RSS / object: (peak RSS − RSS before the host started) / objects cached (pods + PVCs, or PVCs)",
         QUIET.as_millis()
     );
+    println!();
+    println!(
+        "| workload | N | decider | controller | writes per unit (minimum) | other requests per unit | other requests |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for line in per_unit {
+        println!("{line}");
+    }
+    println!(
+        "unit: a PVC (release, protect) or a pod (claims, ephemeral); minimum: what the API allows, lists and watches amortised to zero"
+    );
+}
+
+/// One row of the requests-per-unit table: the controller's writes per unit against the
+/// minimum, then everything else it sent (lists, watches, gets, discovery) per unit.
+fn requests_per_unit(row: Row, requests: &BTreeMap<String, u64>) -> String {
+    let (controller, minimum) = row.workload.minimum();
+    let n = row.n as f64;
+    let writes: Vec<String> = minimum
+        .iter()
+        .map(|(kind, least)| {
+            let sent = requests.get(*kind).copied().unwrap_or(0) as f64 / n;
+            format!("{kind} {sent:.3} ({least})")
+        })
+        .collect();
+    let others: BTreeMap<&String, &u64> = requests
+        .iter()
+        .filter(|(kind, _)| !minimum.iter().any(|(k, _)| k == kind))
+        .collect();
+    let other_total: u64 = others.values().copied().sum();
+    let other_list: Vec<String> = others
+        .iter()
+        .map(|(kind, count)| format!("{kind} {count}"))
+        .collect();
+    format!(
+        "| {} | {} | {} | {controller} | {} | {:.3} | {} |",
+        row.workload.name(),
+        row.n,
+        row.decider.name(),
+        writes.join(", "),
+        other_total as f64 / n,
+        other_list.join(", ")
+    )
 }

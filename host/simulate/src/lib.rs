@@ -3,6 +3,7 @@
 //! them settle again, and report the final objects and the journal.
 
 mod steps;
+pub mod workload;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,12 +7,15 @@
 //!   dependent, then loses the finalizer.
 //! - A Terminating namespace is emptied, then removed.
 //!
-//! A pass runs only after a write that can give it work (a delete, or an object that is
-//! deleting or has owners). It plans under the store's read lock, copying only the objects it
-//! acts on, and writes through the store with uid/resourceVersion preconditions; a write that
-//! loses a race is simply redone by the next pass.
+//! A pass looks only at what the writes since the last pass can have changed: each written
+//! object, the owners it names, the dependents of a deleted object (from the store's owner
+//! index, by uid), and its namespace if that is Terminating. So a write costs its own
+//! dependents, not a scan of every object. After the watch history was compacted past the
+//! last pass, one pass looks at everything. A pass plans under the store's read lock, copying
+//! only the objects it acts on, and writes through the store with uid/resourceVersion
+//! preconditions; a write that loses a race is an event the next pass looks at again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -21,44 +24,83 @@ use crate::meta;
 use crate::registry::{DeleteOptions, PropagationPolicy, Store, Target, WriteOptions};
 use crate::registry::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::resources;
-use crate::store::{EventType, ObjectKey, Objects};
+use crate::store::{EventType, ObjectKey, Objects, WatchEvent};
+use crate::stored::{Ownership, Stored};
 
 const GC_MANAGER: &str = "generic-garbage-collector";
 
 pub async fn run(store: Store, shutdown: CancellationToken) {
     let mut changes = store.subscribe();
-    let mut seen = 0;
+    let mut collector = Collector::default();
     loop {
-        if has_work(&store, &mut seen) {
-            sweep(&store);
-        }
+        collector.pass(&store);
         if !super::next_change(&mut changes, None, &shutdown).await {
             return;
         }
     }
 }
 
-/// Whether a write after `seen` can give the collector work; advances `seen`. After a
-/// compaction the events are gone and a pass always runs.
-fn has_work(store: &Store, seen: &mut u64) -> bool {
-    let involved = |obj: &Value| meta::is_deleting(obj) || !meta::owner_references(obj).is_empty();
-    match store.events_since(*seen) {
-        Ok(events) => {
-            let Some(last) = events.last() else {
-                return false;
-            };
-            *seen = last.rv;
-            events.iter().any(|e| {
-                e.event_type == EventType::Deleted
-                    || involved(&e.object)
-                    || e.previous.as_ref().is_some_and(involved)
-            })
+/// The collector's progress through the store's changes.
+#[derive(Debug, Default)]
+pub struct Collector {
+    /// Writes up to this resourceVersion have been looked at.
+    seen: u64,
+}
+
+impl Collector {
+    /// Acts on the writes since the last pass; returns how many stored objects the pass
+    /// looked at (its cost, independent of how many objects the store holds unless the
+    /// history was compacted).
+    pub fn pass(&mut self, store: &Store) -> usize {
+        let changes = match store.events_since(self.seen) {
+            Ok(events) => {
+                let Some(last) = events.last() else {
+                    return 0;
+                };
+                self.seen = last.rv;
+                Changes::Since(events.iter().map(|e| Touched::from(e.as_ref())).collect())
+            }
+            Err(_) => {
+                self.seen = store.current_resource_version();
+                Changes::All
+            }
+        };
+        let plan = store.read(|objs| plan(objs, &changes));
+        let examined = plan.examined;
+        execute(store, &plan);
+        examined
+    }
+}
+
+/// What one write can have changed for the collector.
+struct Touched {
+    key: ObjectKey,
+    deleted: bool,
+    uid: String,
+    /// Owners named before or after the write.
+    owners: BTreeSet<String>,
+}
+
+impl From<&WatchEvent> for Touched {
+    fn from(event: &WatchEvent) -> Self {
+        let Ownership { uid, owners } = event.object.ownership();
+        let mut owners: BTreeSet<String> = owners.into_iter().collect();
+        if let Some(previous) = &event.previous {
+            owners.extend(previous.ownership().owners);
         }
-        Err(_) => {
-            *seen = store.current_resource_version();
-            true
+        Touched {
+            key: event.key.clone(),
+            deleted: event.event_type == EventType::Deleted,
+            uid,
+            owners,
         }
     }
+}
+
+enum Changes {
+    /// The history no longer covers the last pass: look at everything.
+    All,
+    Since(Vec<Touched>),
 }
 
 type Entry = (ObjectKey, Value);
@@ -76,68 +118,130 @@ struct Plan {
     /// Dependents whose owners are all gone.
     orphaned: Vec<Entry>,
     owners: Vec<Owner>,
+    /// Stored objects looked at.
+    examined: usize,
 }
 
-fn plan(objs: &Objects) -> Plan {
-    let copy = |(k, v): (&ObjectKey, &Value)| (k.clone(), v.clone());
-    let by_uid: HashMap<&str, &ObjectKey> =
-        objs.iter_all().map(|(k, v)| (meta::uid(v), k)).collect();
-    let mut dependents: HashMap<&str, Vec<(&ObjectKey, &Value)>> = HashMap::new();
-    let mut orphaned = Vec::new();
-    for (key, obj) in objs.iter_all() {
-        let refs = meta::owner_references(obj);
-        if refs.is_empty() {
-            continue;
-        }
-        let mut owners_present = false;
-        let mut counted = HashSet::new();
-        for reference in refs {
-            let uid = reference.get("uid").and_then(Value::as_str).unwrap_or("");
-            owners_present |= by_uid.get(uid).is_some_and(|owner_key| {
-                owner_key.namespace.is_empty() || owner_key.namespace == key.namespace
-            });
-            if counted.insert(uid) {
-                dependents.entry(uid).or_default().push((key, obj));
+/// Keys to look at: possible orphans, and possible deleting owners (or namespaces).
+#[derive(Default)]
+struct Candidates {
+    dependents: BTreeSet<ObjectKey>,
+    owners: BTreeSet<ObjectKey>,
+}
+
+fn candidates(objs: &Objects, changes: &Changes) -> Candidates {
+    let mut found = Candidates::default();
+    match changes {
+        Changes::All => {
+            for (key, obj) in objs.iter_all() {
+                let obj = obj.decode();
+                if !meta::owner_references(&obj).is_empty() {
+                    found.dependents.insert(key.clone());
+                }
+                if meta::is_deleting(&obj) {
+                    found.owners.insert(key.clone());
+                }
             }
         }
-        if !owners_present && !meta::is_deleting(obj) {
-            orphaned.push(copy((key, obj)));
+        Changes::Since(touched) => {
+            for t in touched {
+                if t.deleted {
+                    found
+                        .dependents
+                        .extend(objs.dependents_of(&t.uid).map(|(k, _)| k.clone()));
+                } else {
+                    found.dependents.insert(t.key.clone());
+                    found.owners.insert(t.key.clone());
+                }
+                for owner in &t.owners {
+                    if let Some(key) = objs.key_by_uid(owner) {
+                        found.owners.insert(key.clone());
+                    }
+                }
+                if !t.key.namespace.is_empty() {
+                    found.owners.insert(ObjectKey::new(
+                        resources::namespaces(),
+                        "",
+                        &t.key.namespace,
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Whether an owner `obj` names is stored (in its namespace, for a namespaced owner).
+fn owner_present(objs: &Objects, key: &ObjectKey, obj: &Value) -> bool {
+    Ownership::of(obj).owners.iter().any(|uid| {
+        objs.key_by_uid(uid).is_some_and(|owner_key| {
+            owner_key.namespace.is_empty() || owner_key.namespace == key.namespace
+        })
+    })
+}
+
+fn plan(objs: &Objects, changes: &Changes) -> Plan {
+    let copy = |(k, v): (&ObjectKey, &Stored)| (k.clone(), v.decode());
+    let candidates = candidates(objs, changes);
+    let mut examined = 0;
+    let mut orphaned = Vec::new();
+    for key in &candidates.dependents {
+        let Some(obj) = objs.get_stored(key).map(Stored::decode) else {
+            continue;
+        };
+        examined += 1;
+        if !meta::owner_references(&obj).is_empty()
+            && !meta::is_deleting(&obj)
+            && !owner_present(objs, key, &obj)
+        {
+            orphaned.push((key.clone(), obj));
         }
     }
     let mut owners = Vec::new();
-    for (key, obj) in objs.iter_all().filter(|(_, o)| meta::is_deleting(o)) {
-        let finalizers = meta::finalizers(obj);
-        let collects = finalizers
+    for key in &candidates.owners {
+        let Some(obj) = objs
+            .get_stored(key)
+            .map(Stored::decode)
+            .filter(meta::is_deleting)
+        else {
+            continue;
+        };
+        examined += 1;
+        let collects = meta::finalizers(&obj)
             .iter()
             .any(|f| f == ORPHAN_FINALIZER || f == FOREGROUND_FINALIZER);
         let namespace = key.resource == resources::namespaces();
         if !collects && !namespace {
             continue;
         }
-        let mine = dependents
-            .get(meta::uid(obj))
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let contents = if namespace {
-            objs.iter_all()
-                .filter(|(k, _)| k.namespace == key.name)
-                .map(copy)
-                .collect()
+        let dependents: Vec<Entry> = objs.dependents_of(meta::uid(&obj)).map(copy).collect();
+        let contents: Vec<Entry> = if namespace {
+            objs.iter_namespace(&key.name).map(copy).collect()
         } else {
             Vec::new()
         };
+        examined += dependents.len() + contents.len();
         owners.push(Owner {
-            entry: copy((key, obj)),
-            dependents: mine.iter().map(|&d| copy(d)).collect(),
+            entry: (key.clone(), obj),
+            dependents,
             contents,
         });
     }
-    Plan { orphaned, owners }
+    Plan {
+        orphaned,
+        owners,
+        examined,
+    }
 }
 
-/// One pass over all objects.
-pub fn sweep(store: &Store) {
-    let plan = store.read(plan);
+/// One pass over all objects, as after a compaction; returns the objects looked at.
+pub fn sweep(store: &Store) -> usize {
+    let plan = store.read(|objs| plan(objs, &Changes::All));
+    execute(store, &plan);
+    plan.examined
+}
+
+fn execute(store: &Store, plan: &Plan) {
     for (key, obj) in &plan.orphaned {
         delete(store, key, obj, PropagationPolicy::Background);
     }
@@ -249,5 +353,84 @@ fn finish_namespace(store: &Store, ns_key: &ObjectKey, ns: &Value, contents: &[E
     let target = Target::new(ns_key.resource, "", &ns_key.name);
     if let Err(err) = store.delete(&target, &DeleteOptions::default()) {
         tracing::debug!(namespace = %ns_key.name, %err, "garbage collector: namespace removal failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::StoreSettings;
+    use crate::store::HistoryLimits;
+
+    fn store() -> Store {
+        Store::new(StoreSettings {
+            history: HistoryLimits::default(),
+            seed: 1,
+            pvc_protection_admission: false,
+        })
+    }
+
+    fn create(store: &Store, name: &str, owner: Option<&Value>) -> Value {
+        let mut obj = json!({"metadata": {"name": name}});
+        if let Some(owner) = owner {
+            obj["metadata"]["ownerReferences"] = json!([{
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+            }]);
+        }
+        let cms = resources::by_plural("", "configmaps").unwrap();
+        store
+            .create(cms, "default", obj, &WriteOptions::default())
+            .unwrap()
+    }
+
+    /// Objects the pass after deleting an owner looks at, with `unrelated` other objects.
+    fn examined_after_owner_delete(unrelated: usize) -> usize {
+        let store = store();
+        for i in 0..unrelated {
+            create(&store, &format!("other-{i}"), None);
+        }
+        let owner = create(&store, "owner", None);
+        create(&store, "dependent", Some(&owner));
+        let mut collector = Collector::default();
+        collector.pass(&store);
+        let cms = resources::by_plural("", "configmaps").unwrap();
+        store
+            .delete(&Target::new(cms, "default", "owner"), &DeleteOptions::default())
+            .unwrap();
+        let examined = collector.pass(&store);
+        assert!(
+            store.get(cms, "default", "dependent").is_err(),
+            "the dependent of the deleted owner is collected"
+        );
+        assert!(store.get(cms, "default", "other-0").is_ok() || unrelated == 0);
+        examined
+    }
+
+    #[test]
+    fn a_write_costs_its_dependents_not_the_number_of_objects() {
+        let few = examined_after_owner_delete(10);
+        let many = examined_after_owner_delete(3_000);
+        assert_eq!(few, many, "objects looked at after one delete");
+        assert!(few <= 2, "{few}");
+    }
+
+    #[test]
+    fn after_a_compaction_a_pass_looks_at_everything() {
+        let store = store();
+        let owner = create(&store, "owner", None);
+        let mut orphan = json!({"metadata": {"name": "orphan", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "no-such-uid"}]}});
+        let cms = resources::by_plural("", "configmaps").unwrap();
+        orphan = store
+            .create(cms, "default", orphan, &WriteOptions::default())
+            .unwrap();
+        create(&store, "kept", Some(&owner));
+        store.compact();
+        let mut collector = Collector::default();
+        assert!(collector.pass(&store) >= 2);
+        assert!(store.get(cms, "default", "orphan").is_err(), "{orphan}");
+        assert!(store.get(cms, "default", "kept").is_ok());
+        assert_eq!(collector.pass(&store), 0, "then nothing is left to look at");
     }
 }

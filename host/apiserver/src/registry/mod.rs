@@ -372,7 +372,7 @@ impl Store {
                         info.kind,
                         key.namespace.clone(),
                         key.name.clone(),
-                        obj.clone(),
+                        obj.decode(),
                     )
                 })
                 .collect()

@@ -1,6 +1,7 @@
 //! `rekon simulate`: the what-if tool. Runs the controllers against the embedded
 //! API server seeded with a state file, applies a script, prints the final state.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -9,13 +10,21 @@ use std::time::Duration;
 use anyhow::Context as _;
 use rekon_apiserver::{FaultConfig, KubeletMode};
 use rekon_controllers::journal::Journal;
+use rekon_simulate::workload::Workload;
 use rekon_simulate::{ClusterOptions, Settle, parse_steps, simulate};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Multi-document YAML (or a List) of the objects to start from.
+    #[arg(long, required_unless_present = "workload", conflicts_with = "workload")]
+    state: Option<PathBuf>,
+    /// Start from a generated state instead of a file: `release` is, per unit, a deleting
+    /// PVC no pod uses plus a running pod and the PVC it uses, in namespace `release`.
     #[arg(long)]
-    state: PathBuf,
+    workload: Option<Workload>,
+    /// Units of the generated `--workload`.
+    #[arg(long, default_value_t = 1000, requires = "workload")]
+    units: usize,
     /// YAML list of steps (create/update/delete/patch), each applied after the controllers went idle.
     #[arg(long)]
     script: Option<PathBuf>,
@@ -55,10 +64,16 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let state_text = std::fs::read_to_string(&args.state)
-        .with_context(|| format!("reading state file {}", args.state.display()))?;
-    let state = rekon_apiserver::load_yaml_documents(&state_text)
-        .map_err(|e| anyhow::anyhow!("state file {}: {e}", args.state.display()))?;
+    let state = match (&args.state, args.workload) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading state file {}", path.display()))?;
+            rekon_apiserver::load_yaml_documents(&text)
+                .map_err(|e| anyhow::anyhow!("state file {}: {e}", path.display()))?
+        }
+        (None, Some(workload)) => workload.state(args.units),
+        (None, None) => anyhow::bail!("give --state or --workload"),
+    };
     let steps = match &args.script {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -75,12 +90,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let deciders = crate::guests::load_deciders(args.guests.as_deref(), &args.cache).await?;
+    // Nothing reads the journal after the run but its file: keep no copy in memory.
     let journal = Arc::new(match &args.journal {
-        Some(path) => Journal::with_sink(Box::new(
+        Some(path) => Journal::to_sink(Box::new(
             std::fs::File::create(path)
                 .with_context(|| format!("creating journal {}", path.display()))?,
         )),
-        None => Journal::new(),
+        None => Journal::disabled(),
     });
     let options = ClusterOptions {
         seed: args.seed,
@@ -100,17 +116,25 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let report = simulate(state, steps, options, settle, deciders, journal).await?;
 
-    let mut yaml = String::new();
+    let (mut out, name): (Box<dyn Write>, String) = match &args.output {
+        Some(path) => (
+            Box::new(
+                std::fs::File::create(path)
+                    .with_context(|| format!("writing {}", path.display()))?,
+            ),
+            path.display().to_string(),
+        ),
+        None => (Box::new(std::io::stdout().lock()), "stdout".to_string()),
+    };
+    // One object at a time: the whole text of a large state is never held at once.
+    let mut out = std::io::BufWriter::new(&mut out);
     for obj in &report.objects {
-        yaml.push_str("---\n");
-        yaml.push_str(&serde_yaml::to_string(obj)?);
+        writeln!(out, "---")
+            .and_then(|()| serde_yaml::to_writer(&mut out, obj).map_err(std::io::Error::other))
+            .with_context(|| format!("writing {name}"))?;
     }
-    match &args.output {
-        Some(path) => {
-            std::fs::write(path, yaml).with_context(|| format!("writing {}", path.display()))?
-        }
-        None => print!("{yaml}"),
-    }
+    out.flush().with_context(|| format!("writing {name}"))?;
+    drop(out);
     match report.converged {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(not_converged) => {
