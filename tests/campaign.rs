@@ -55,7 +55,13 @@ fn replay(seed: u64, test: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeded_fault_campaign() {
-    campaign(Mode::Mixed, "REKON_CAMPAIGN_SEEDS", 50, "seeded_fault_campaign").await;
+    campaign(
+        Mode::Mixed,
+        "REKON_CAMPAIGN_SEEDS",
+        50,
+        "seeded_fault_campaign",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

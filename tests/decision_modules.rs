@@ -7,9 +7,10 @@
 //! shadow → automatic promotion, a promotion stopped by a difference, and
 //! automatic rollback.
 //!
-//! The server: the embedded one when it serves CustomResourceDefinitions, else
-//! the real kube-apiserver v1.20.2 of `../shared/tools/real-apiserver`
-//! (`REKON_REAL_APISERVER` names another copy of the script).
+//! The server: the embedded one (it serves CustomResourceDefinitions), or with
+//! `REKON_DECISION_MODULES_SERVER=real` the real kube-apiserver v1.20.2 of
+//! `../shared/tools/real-apiserver` (`REKON_REAL_APISERVER` names another copy
+//! of the script).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,14 +26,14 @@ use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::registry::{self, Selection};
 use rekon_modules::object::{
-    self, DecisionModule, DecisionModuleSpec, DecisionModuleStatus, Fetcher, ObjectOptions,
-    Phase, ServingObjects,
+    self, DecisionModule, DecisionModuleSpec, DecisionModuleStatus, Fetcher, ObjectOptions, Phase,
+    ServingObjects,
 };
 use rekon_modules::testing::with_custom_section;
 use rekon_modules::{ModuleDigest, Modules, ModulesOptions, WatchOptions, Watching};
 use rekon_ops::Health;
 use rekon_runtime::testing::built_guest;
-use rekon_simulate::host_config;
+use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
 use serde_json::json;
 
 const NS: &str = "modules";
@@ -112,13 +113,20 @@ fn deployed_crd() -> CustomResourceDefinition {
     serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-async fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
+async fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl AsyncFnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(found) = probe().await {
             return found;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -169,23 +177,61 @@ async fn start_rekon(client: &Client) -> Rekon {
     }
 }
 
+/// The API server the test runs on, stopped when dropped.
+enum Server {
+    Embedded(EmbeddedCluster, tempfile::NamedTempFile),
+    Real(RealServer),
+}
+
+impl Server {
+    fn kubeconfig(&self) -> PathBuf {
+        match self {
+            Server::Embedded(_, kubeconfig) => kubeconfig.path().to_path_buf(),
+            Server::Real(real) => real.kubeconfig.path().to_path_buf(),
+        }
+    }
+}
+
+async fn start_server() -> (Client, Server) {
+    if std::env::var("REKON_DECISION_MODULES_SERVER").as_deref() == Ok("real") {
+        let (client, real) = start_real_server().await;
+        return (client, Server::Real(real));
+    }
+    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
+        .await
+        .expect("the embedded API server starts");
+    let kubeconfig = tempfile::NamedTempFile::new().unwrap();
+    cluster.server.write_kubeconfig(kubeconfig.path()).unwrap();
+    (
+        cluster.client.clone(),
+        Server::Embedded(cluster, kubeconfig),
+    )
+}
+
 /// The cluster, with the CRD applied and served, the namespace and rekon.
 struct Setup {
     client: Client,
-    _server: RealServer,
+    _server: Server,
     kubeconfig: PathBuf,
     rekon: Rekon,
 }
 
 async fn setup() -> Setup {
-    let (client, server) = start_real_server().await;
+    let (client, server) = start_server().await;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &deployed_crd())
         .await
         .expect("the CRD of deploy/ is accepted");
-    wait_for("rekon.dev/v1alpha1 in discovery", Duration::from_secs(20), async || {
-        registry::serves(&client, object::API).await.ok().filter(|s| *s)
-    })
+    wait_for(
+        "rekon.dev/v1alpha1 in discovery",
+        Duration::from_secs(20),
+        async || {
+            registry::serves(&client, object::API)
+                .await
+                .ok()
+                .filter(|s| *s)
+        },
+    )
     .await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
@@ -196,7 +242,7 @@ async fn setup() -> Setup {
         .await
         .unwrap();
     let rekon = start_rekon(&client).await;
-    let kubeconfig = server.kubeconfig.path().to_path_buf();
+    let kubeconfig = server.kubeconfig();
     Setup {
         client,
         _server: server,
@@ -272,11 +318,15 @@ impl Setup {
     /// module serving, within 10 s.
     async fn released(&self, name: &str) {
         let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), NS);
-        pvcs.create(&PostParams::default(), &pvc(name)).await.unwrap();
+        pvcs.create(&PostParams::default(), &pvc(name))
+            .await
+            .unwrap();
         pvcs.delete(name, &DeleteParams::default()).await.unwrap();
-        wait_for(&format!("PVC {name} released"), Duration::from_secs(10), async || {
-            pvcs.get_opt(name).await.unwrap().is_none().then_some(())
-        })
+        wait_for(
+            &format!("PVC {name} released"),
+            Duration::from_secs(10),
+            async || pvcs.get_opt(name).await.unwrap().is_none().then_some(()),
+        )
         .await;
     }
 
@@ -313,7 +363,11 @@ fn config_map(name: &str, digest: &ModuleDigest) -> serde_json::Value {
 
 fn ready(status: &DecisionModuleStatus) -> (String, String, String) {
     let ready = status.condition(object::READY).expect("a Ready condition");
-    (ready.status.clone(), ready.reason.clone(), ready.message.clone())
+    (
+        ready.status.clone(),
+        ready.reason.clone(),
+        ready.message.clone(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -325,7 +379,10 @@ async fn a_decision_module_serves_and_every_refusal_explains_itself_while_the_pr
 
     let started = Instant::now();
     setup
-        .apply("pvc-protection", json!({"world": WORLD, "module": config_map("v1", &v1)}))
+        .apply(
+            "pvc-protection",
+            json!({"world": WORLD, "module": config_map("v1", &v1)}),
+        )
         .await;
     let status = setup
         .status("pvc-protection", Duration::from_secs(10), |s| {
@@ -349,13 +406,22 @@ async fn a_decision_module_serves_and_every_refusal_explains_itself_while_the_pr
         .output()
         .expect("kubectl is installed");
     let table = String::from_utf8_lossy(&kubectl.stdout);
-    assert!(kubectl.status.success(), "{}", String::from_utf8_lossy(&kubectl.stderr));
+    assert!(
+        kubectl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kubectl.stderr)
+    );
     let header = table.lines().next().unwrap();
-    for column in ["NAME", "WORLD", "PHASE", "DIGEST", "AGREED", "DIFFERED", "AGE"] {
+    for column in [
+        "NAME", "WORLD", "PHASE", "DIGEST", "AGREED", "DIFFERED", "AGE",
+    ] {
         assert!(header.contains(column), "{table}");
     }
     let row = table.lines().nth(1).unwrap();
-    assert!(row.contains("pvc-protection") && row.contains("Active") && row.contains(&v1.to_string()), "{table}");
+    assert!(
+        row.contains("pvc-protection") && row.contains("Active") && row.contains(&v1.to_string()),
+        "{table}"
+    );
 
     // A PVC named "panic" is among the recent inputs: the misbehaving guest
     // traps on it in the canary replay.
@@ -428,21 +494,40 @@ async fn a_decision_module_serves_and_every_refusal_explains_itself_while_the_pr
             })
             .await;
         let (ok, got_reason, message) = ready(&status);
-        assert_eq!((ok.as_str(), got_reason.as_str()), ("False", reason), "{message}");
+        assert_eq!(
+            (ok.as_str(), got_reason.as_str()),
+            ("False", reason),
+            "{message}"
+        );
         for mention in &mentions {
-            assert!(message.contains(mention.as_str()), "{reason}: {message:?} lacks {mention:?}");
+            assert!(
+                message.contains(mention.as_str()),
+                "{reason}: {message:?} lacks {mention:?}"
+            );
         }
         assert!(message.contains("keeps serving"), "{message}");
         let failed = status.condition(failed_condition).expect(failed_condition);
-        assert_eq!((failed.status.as_str(), failed.reason.as_str()), ("False", reason));
-        assert_eq!(status.active.as_ref().unwrap().digest, v1.to_string(), "{reason}: v1 still serves");
-        setup.released(&format!("after-{}", reason.to_lowercase())).await;
+        assert_eq!(
+            (failed.status.as_str(), failed.reason.as_str()),
+            ("False", reason)
+        );
+        assert_eq!(
+            status.active.as_ref().unwrap().digest,
+            v1.to_string(),
+            "{reason}: v1 still serves"
+        );
+        setup
+            .released(&format!("after-{}", reason.to_lowercase()))
+            .await;
         setup.assert_ready();
     }
 
     // A second object for the same world is refused and names the first.
     setup
-        .apply("pvc-protection-copy", json!({"world": WORLD, "module": config_map("v1", &v1)}))
+        .apply(
+            "pvc-protection-copy",
+            json!({"world": WORLD, "module": config_map("v1", &v1)}),
+        )
         .await;
     let copy = setup
         .status("pvc-protection-copy", Duration::from_secs(10), |s| {
@@ -451,14 +536,18 @@ async fn a_decision_module_serves_and_every_refusal_explains_itself_while_the_pr
         .await;
     let (_, reason, message) = ready(&copy);
     assert_eq!(reason, "DuplicateWorld");
-    assert!(message.contains("already served by DecisionModule pvc-protection"), "{message}");
+    assert!(
+        message.contains("already served by DecisionModule pvc-protection"),
+        "{message}"
+    );
     assert!(copy.active.is_none(), "a duplicate serves nothing");
     setup.released("after-duplicate").await;
     setup.assert_ready();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_version_rolls_back() {
+async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_version_rolls_back()
+{
     let setup = setup().await;
     let reference = guest("rekon_guest_pvc_protection");
     let v1 = setup.ship("v1", &reference).await;
@@ -467,10 +556,15 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
         .await;
     let other = setup.ship("other", &guest("rekon_guest_misbehaving")).await;
     setup
-        .apply("pvc-protection", json!({"world": WORLD, "module": config_map("v1", &v1)}))
+        .apply(
+            "pvc-protection",
+            json!({"world": WORLD, "module": config_map("v1", &v1)}),
+        )
         .await;
     setup
-        .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Active))
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
         .await;
 
     // A candidate that decides differently: never promoted; the message names a key.
@@ -483,17 +577,24 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
         )
         .await;
     setup
-        .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Shadowing))
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Shadowing)
+        })
         .await;
     setup.released("differs").await;
     let stopped = setup
         .status("pvc-protection", Duration::from_secs(10), |s| {
-            s.condition(object::PROMOTED).is_some_and(|c| c.reason == "PromotionStopped")
+            s.condition(object::PROMOTED)
+                .is_some_and(|c| c.reason == "PromotionStopped")
         })
         .await;
     let promoted = stopped.condition(object::PROMOTED).unwrap();
     assert_eq!(promoted.status, "False");
-    assert!(promoted.message.contains("key modules/differs"), "{}", promoted.message);
+    assert!(
+        promoted.message.contains("key modules/differs"),
+        "{}",
+        promoted.message
+    );
     assert_eq!(stopped.phase, Some(Phase::Shadowing));
     assert_eq!(stopped.active.as_ref().unwrap().digest, v1.to_string());
     assert!(stopped.shadow.as_ref().unwrap().differed >= 1);
@@ -508,7 +609,9 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
         )
         .await;
     let shadowing = setup
-        .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Shadowing))
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Shadowing)
+        })
         .await;
     assert_eq!(shadowing.shadow.as_ref().unwrap().digest, v2.to_string());
     for n in 0..3 {
@@ -516,7 +619,8 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
     }
     let active = setup
         .status("pvc-protection", Duration::from_secs(10), |s| {
-            s.condition(object::PROMOTED).is_some_and(|c| c.status == "True")
+            s.condition(object::PROMOTED)
+                .is_some_and(|c| c.status == "True")
         })
         .await;
     assert_eq!(active.phase, Some(Phase::Active));
@@ -534,7 +638,9 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
         )
         .await;
     setup
-        .status("pvc-protection", Duration::from_secs(10), |s| s.phase == Some(Phase::Active))
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
         .await;
     // The misbehaving guest traps on every PVC named "panic": one deleted per namespace.
     let namespaces: Api<Namespace> = Api::all(setup.client.clone());
@@ -548,11 +654,17 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
             .await
             .unwrap();
         let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(setup.client.clone(), &ns);
-        pvcs.create(&PostParams::default(), &pvc("panic")).await.unwrap();
-        pvcs.delete("panic", &DeleteParams::default()).await.unwrap();
+        pvcs.create(&PostParams::default(), &pvc("panic"))
+            .await
+            .unwrap();
+        pvcs.delete("panic", &DeleteParams::default())
+            .await
+            .unwrap();
     }
     let rolled_back = setup
-        .status("pvc-protection", Duration::from_secs(20), |s| s.phase == Some(Phase::RolledBack))
+        .status("pvc-protection", Duration::from_secs(20), |s| {
+            s.phase == Some(Phase::RolledBack)
+        })
         .await;
     assert_eq!(rolled_back.active.as_ref().unwrap().digest, v2.to_string());
     let (ok, reason, message) = ready(&rolled_back);

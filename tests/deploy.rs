@@ -196,8 +196,16 @@ fn the_cluster_role_grants_exactly_what_the_controllers_use() {
             &["get", "list", "watch"],
         ),
         rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
-        rule(&["rekon.dev"], &["decisionmodules"], &["get", "list", "watch"]),
-        rule(&["rekon.dev"], &["decisionmodules/status"], &["update", "patch"]),
+        rule(
+            &["rekon.dev"],
+            &["decisionmodules"],
+            &["get", "list", "watch"],
+        ),
+        rule(
+            &["rekon.dev"],
+            &["decisionmodules/status"],
+            &["update", "patch"],
+        ),
         rule(&[""], &["configmaps"], &["get"]),
     ];
     assert_eq!(role.rules.unwrap(), expected);
@@ -372,10 +380,16 @@ fn module_secrets_are_readable_only_by_name_in_rekon_system() {
         .expect("deploy/role-module-secrets.yaml");
     let rules = role.rules.unwrap();
     assert_eq!(rules.len(), 1);
-    assert_eq!(rules[0].resources.as_deref(), Some(&["secrets".to_string()][..]));
+    assert_eq!(
+        rules[0].resources.as_deref(),
+        Some(&["secrets".to_string()][..])
+    );
     assert_eq!(rules[0].verbs, ["get"]);
     assert!(
-        rules[0].resource_names.as_ref().is_some_and(|n| !n.is_empty()),
+        rules[0]
+            .resource_names
+            .as_ref()
+            .is_some_and(|n| !n.is_empty()),
         "named Secrets only"
     );
 }

@@ -378,10 +378,11 @@ mod tests {
                     .count();
                 assert!((1..=2).contains(&kills), "seed {seed}: {kills} kills");
                 assert!(plan.steps[0].disruption.is_none());
-                assert!(plan.steps.iter().all(|s| matches!(
-                    s.disruption,
-                    None | Some(Disruption::Failover)
-                )));
+                assert!(
+                    plan.steps
+                        .iter()
+                        .all(|s| matches!(s.disruption, None | Some(Disruption::Failover)))
+                );
             }
             let real = Plan::for_mode(seed, Mode::KillLeaderReal);
             assert_eq!(real.faults, FaultConfig::new().seed(seed));

@@ -49,18 +49,25 @@ impl Outcome {
 enum Server {
     Embedded(EmbeddedCluster),
     /// A real kube-apiserver, shared by the seeds: each seed has its own namespace.
-    Real { client: Client, kubeconfig: String },
+    Real {
+        client: Client,
+        kubeconfig: String,
+    },
 }
 
 impl Server {
     async fn start(plan: &Plan, target: &Target) -> Self {
         if plan.mode.real() {
-            let path = std::env::var(REAL_KUBECONFIG_ENV)
-                .unwrap_or_else(|_| panic!("{REAL_KUBECONFIG_ENV} names the real server's kubeconfig"));
+            let path = std::env::var(REAL_KUBECONFIG_ENV).unwrap_or_else(|_| {
+                panic!("{REAL_KUBECONFIG_ENV} names the real server's kubeconfig")
+            });
             let kubeconfig = std::fs::read_to_string(&path)
                 .unwrap_or_else(|e| panic!("{REAL_KUBECONFIG_ENV}={path}: {e}"));
-            let client = client_for(&kubeconfig).await.expect("client for the real server");
-            let ns: Namespace = serde_json::from_value(namespace(&target.namespace)).expect("namespace");
+            let client = client_for(&kubeconfig)
+                .await
+                .expect("client for the real server");
+            let ns: Namespace =
+                serde_json::from_value(namespace(&target.namespace)).expect("namespace");
             Api::<Namespace>::all(client.clone())
                 .create(&PostParams::default(), &ns)
                 .await
@@ -139,7 +146,10 @@ impl Server {
 enum Objects {
     Store(rekon_apiserver::Store),
     /// PVCs and pods of one namespace, listed at one resourceVersion.
-    Api { client: Client, namespace: String },
+    Api {
+        client: Client,
+        namespace: String,
+    },
 }
 
 impl Objects {

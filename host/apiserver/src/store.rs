@@ -284,8 +284,7 @@ impl Objects {
         let resource = key.resource;
         let key = &key.stored();
         let stored = self.objects.remove(key)?;
-        self.owners
-            .update(key, Some(&stored.ownership()), None);
+        self.owners.update(key, Some(&stored.ownership()), None);
         self.rv += 1;
         let last = stored.decode();
         let mut tombstone = last.clone();

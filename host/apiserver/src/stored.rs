@@ -66,7 +66,10 @@ impl Ownership {
         let meta = crate::meta::metadata(obj);
         let text = |v: &Value| v.as_str().unwrap_or("").to_string();
         OwnershipMeta {
-            uid: meta.and_then(|m| m.get("uid")).map(text).unwrap_or_default(),
+            uid: meta
+                .and_then(|m| m.get("uid"))
+                .map(text)
+                .unwrap_or_default(),
             owner_references: crate::meta::owner_references(obj)
                 .iter()
                 .map(|r| OwnerRef {

@@ -90,7 +90,10 @@ fn bookmark(resource: ResourceId, rv: u64, initial_events_end: bool) -> Value {
 /// The event a watcher with these selectors sees for `event`, if any: an object entering the
 /// selector is ADDED, one leaving it is DELETED (with the new resourceVersion). Sent as stored
 /// unless the resource is served in another shape or selectors must look inside.
-fn visible_event<'a>(req: &WatchRequest, event: &'a WatchEvent) -> Option<(EventType, Payload<'a>)> {
+fn visible_event<'a>(
+    req: &WatchRequest,
+    event: &'a WatchEvent,
+) -> Option<(EventType, Payload<'a>)> {
     if !event.concerns(req.resource, req.namespace.as_deref()) {
         return None;
     }

@@ -33,12 +33,17 @@ pub struct ObjectArgs {
 pub async fn served(client: &kube::Client) -> bool {
     match rekon_controllers::registry::serves(client, object::API).await {
         Ok(true) => {
-            tracing::info!(api = object::API, "serving worlds from DecisionModule objects");
+            tracing::info!(
+                api = object::API,
+                "serving worlds from DecisionModule objects"
+            );
             true
         }
         Ok(false) => {
-            tracing::info!(api = object::API,
-                "the API server does not serve DecisionModule (apply deploy/decisionmodules.yaml); modules come from --guests only");
+            tracing::info!(
+                api = object::API,
+                "the API server does not serve DecisionModule (apply deploy/decisionmodules.yaml); modules come from --guests only"
+            );
             false
         }
         Err(err) => {
@@ -59,7 +64,8 @@ pub fn serve(
     let max_bytes = args.max_module_mib << 20;
     let extra_ca_pem = match &args.registry_ca {
         Some(path) => vec![
-            std::fs::read(path).with_context(|| format!("reading --registry-ca {}", path.display()))?,
+            std::fs::read(path)
+                .with_context(|| format!("reading --registry-ca {}", path.display()))?,
         ],
         None => Vec::new(),
     };

@@ -499,6 +499,9 @@ mod promotion_tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("field `pvc-protection.autoPromote`") && err.contains("mode shadow"), "{err}");
+        assert!(
+            err.contains("field `pvc-protection.autoPromote`") && err.contains("mode shadow"),
+            "{err}"
+        );
     }
 }

@@ -374,7 +374,10 @@ impl Controller {
     pub fn promote_due(&self, trip: TripFactory<'_>) -> Option<ModuleEvent> {
         let mut state = self.state.lock().unwrap();
         let policy = state.promote?;
-        if state.mode != Mode::Shadow || state.promoted_at.is_some() || state.promotion_stopped.is_some() {
+        if state.mode != Mode::Shadow
+            || state.promoted_at.is_some()
+            || state.promotion_stopped.is_some()
+        {
             return None;
         }
         let shadow = state.shadow.clone()?;

@@ -371,7 +371,12 @@ impl Modules {
             let (version, slot) = (serving.clone(), controller.slot().clone());
             let replay = tokio::task::spawn_blocking(move || slot.replay(&version))
                 .await
-                .map_err(|panic| Refusal::new(RefusalReason::Internal, panicked("the canary replay", panic)))?;
+                .map_err(|panic| {
+                    Refusal::new(
+                        RefusalReason::Internal,
+                        panicked("the canary replay", panic),
+                    )
+                })?;
             if let Err(failure) = replay {
                 return Err(Refusal::new(
                     RefusalReason::CanaryFailed,
@@ -421,12 +426,24 @@ impl Modules {
     }
 
     fn claimed_by(&self, world: World) -> Option<String> {
-        self.shared.claimed.lock().unwrap().get(world.name()).cloned()
+        self.shared
+            .claimed
+            .lock()
+            .unwrap()
+            .get(world.name())
+            .cloned()
     }
 
     /// Logs once that an object overrides a module the guests directory names.
     fn announce_override(&self, world: World, owner: String, dir_has_one: bool) {
-        if dir_has_one && self.shared.announced.lock().unwrap().insert((world.name(), owner.clone())) {
+        if dir_has_one
+            && self
+                .shared
+                .announced
+                .lock()
+                .unwrap()
+                .insert((world.name(), owner.clone()))
+        {
             tracing::warn!(%world, object = %owner,
                 "both DecisionModule {owner} and the guests directory name world {world}; the object wins");
         }
@@ -481,9 +498,9 @@ impl Modules {
         let loaded = tokio::task::spawn_blocking(move || shared.loader.load(world, limits, &file))
             .await
             .map_err(|panic| Refusal::new(RefusalReason::Internal, panicked(&what, panic)))?;
-        loaded.map(Arc::new).map_err(|err: LoadError| {
-            Refusal::new(RefusalReason::of_load(&err), err.to_string())
-        })
+        loaded
+            .map(Arc::new)
+            .map_err(|err: LoadError| Refusal::new(RefusalReason::of_load(&err), err.to_string()))
     }
 
     /// Callbacks for the guards of `world`'s versions: roll back and report.

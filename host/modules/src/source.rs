@@ -12,7 +12,8 @@ use std::sync::Arc;
 use rekon_runtime::{Limits, World};
 
 use crate::config::{
-    AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode, ModuleRef,
+    AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, ControllerConfig, GuestsConfig, Mode,
+    ModuleRef,
 };
 use crate::digest::ModuleDigest;
 
@@ -221,7 +222,11 @@ impl PlannedModules {
     /// other than active have a previous version, mode shadow no `shadow`).
     pub fn compose(self, world: World, mode: Mode, limits: Limits) -> ControllerPlan {
         let (serving, shadow, fallback) = match mode {
-            Mode::Active => (self.module.expect("read in mode active"), self.shadow, self.previous),
+            Mode::Active => (
+                self.module.expect("read in mode active"),
+                self.shadow,
+                self.previous,
+            ),
             Mode::Shadow => (self.previous.expect("validated"), self.module, None),
             Mode::Rollback => (self.previous.expect("validated"), None, None),
         };

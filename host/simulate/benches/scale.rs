@@ -82,10 +82,9 @@ impl Workload {
     /// work the API allows it (writes; its initial lists and watches amortise to zero).
     fn minimum(self) -> (&'static str, &'static [(&'static str, f64)]) {
         match self {
-            Self::Release1Ns | Self::Release100Ns | Self::Protect => (
-                "pvc-protection",
-                &[("patch persistentvolumeclaims", 1.0)],
-            ),
+            Self::Release1Ns | Self::Release100Ns | Self::Protect => {
+                ("pvc-protection", &[("patch persistentvolumeclaims", 1.0)])
+            }
             Self::Claims => (
                 "resource-claim",
                 &[("create resourceclaims", 1.0), ("patch pods/status", 1.0)],
@@ -295,7 +294,10 @@ impl DeciderKind {
                     engine
                         .loader()
                         .world(World::of::<EphemeralVolumeWorld>())
-                        .file(rekon_runtime::testing::guest_dir().join("rekon_guest_ephemeral_volume.wasm"))
+                        .file(
+                            rekon_runtime::testing::guest_dir()
+                                .join("rekon_guest_ephemeral_volume.wasm"),
+                        )
                         .expect("run `make guests`"),
                 );
                 deciders.with(Arc::new(Slot::new(ephemeral)))

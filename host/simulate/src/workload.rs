@@ -38,7 +38,9 @@ impl Workload {
     /// The state: the namespace and `units` units.
     pub fn state(self, units: usize) -> Vec<Value> {
         let mut objects = Vec::with_capacity(1 + units * self.objects_per_unit());
-        objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}));
+        objects.push(
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+        );
         for i in 0..units {
             match self {
                 Workload::Release => {
@@ -59,7 +61,9 @@ fn pvc(name: &str, deleting: bool) -> Value {
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
     });
     if deleting {
-        let meta = pvc["metadata"].as_object_mut().expect("metadata is an object");
+        let meta = pvc["metadata"]
+            .as_object_mut()
+            .expect("metadata is an object");
         meta.insert("deletionTimestamp".into(), "2026-01-01T00:00:00Z".into());
         meta.insert("deletionGracePeriodSeconds".into(), 0.into());
     }

@@ -396,7 +396,10 @@ mod tests {
         collector.pass(&store);
         let cms = resources::by_plural("", "configmaps").unwrap();
         store
-            .delete(&Target::new(cms, "default", "owner"), &DeleteOptions::default())
+            .delete(
+                &Target::new(cms, "default", "owner"),
+                &DeleteOptions::default(),
+            )
             .unwrap();
         let examined = collector.pass(&store);
         assert!(

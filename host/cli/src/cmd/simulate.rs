@@ -16,7 +16,11 @@ use rekon_simulate::{ClusterOptions, Settle, parse_steps, simulate};
 #[derive(clap::Args)]
 pub struct Args {
     /// Multi-document YAML (or a List) of the objects to start from.
-    #[arg(long, required_unless_present = "workload", conflicts_with = "workload")]
+    #[arg(
+        long,
+        required_unless_present = "workload",
+        conflicts_with = "workload"
+    )]
     state: Option<PathBuf>,
     /// Start from a generated state instead of a file: `release` is, per unit, a deleting
     /// PVC no pod uses plus a running pod and the PVC it uses, in namespace `release`.

@@ -72,7 +72,9 @@ impl Fetcher {
         let pinned = pinned_digest(field, &origin, sha256)?.ok_or_else(|| {
             Refusal::new(
                 RefusalReason::InvalidSpec,
-                format!("{field}: {origin}: `sha256` of the module bytes is required with a ConfigMap"),
+                format!(
+                    "{field}: {origin}: `sha256` of the module bytes is required with a ConfigMap"
+                ),
             )
         })?;
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &key.namespace);
@@ -83,7 +85,10 @@ impl Fetcher {
             .ok_or_else(|| {
                 Refusal::new(
                     RefusalReason::NotFound,
-                    format!("{origin}: ConfigMap {}/{} not found", key.namespace, key.name),
+                    format!(
+                        "{origin}: ConfigMap {}/{} not found",
+                        key.namespace, key.name
+                    ),
                 )
             })?;
         let bytes = map
@@ -106,7 +111,10 @@ impl Fetcher {
                     .collect();
                 Refusal::new(
                     RefusalReason::NotFound,
-                    format!("{origin}: no key `{}` in the ConfigMap (it has {keys:?})", key.key),
+                    format!(
+                        "{origin}: no key `{}` in the ConfigMap (it has {keys:?})",
+                        key.key
+                    ),
                 )
             })?;
         if bytes.len() as u64 > self.max_bytes {
@@ -123,7 +131,9 @@ impl Fetcher {
         if digest != pinned {
             return Err(Refusal::new(
                 RefusalReason::DigestMismatch,
-                format!("{origin}: the module has sha256 {digest}, but {field}.sha256 pins {pinned}"),
+                format!(
+                    "{origin}: the module has sha256 {digest}, but {field}.sha256 pins {pinned}"
+                ),
             ));
         }
         Ok(module_file(&key.key, origin, bytes.into(), digest))
@@ -148,7 +158,10 @@ impl Fetcher {
             .to_string();
         let auth = match &source.pull_secret {
             Some(secret) => {
-                let config = self.secret_key(image, secret, DOCKER_CONFIG_KEY).boxed().await?;
+                let config = self
+                    .secret_key(image, secret, DOCKER_CONFIG_KEY)
+                    .boxed()
+                    .await?;
                 rekon_oci::auth_from_dockerconfigjson(&config, &registry)
                     .map_err(|err| oci_refusal(field, &err))?
             }
@@ -159,7 +172,14 @@ impl Fetcher {
             Some(verify) => {
                 let key = match (&verify.public_key, &verify.public_key_secret) {
                     (Some(pem), None) => pem.clone().into_bytes(),
-                    (None, Some(SecretKey { namespace, name, key })) => {
+                    (
+                        None,
+                        Some(SecretKey {
+                            namespace,
+                            name,
+                            key,
+                        }),
+                    ) => {
                         let secret = ObjectName {
                             namespace: namespace.clone(),
                             name: name.clone(),
@@ -194,7 +214,10 @@ impl Fetcher {
         let pulled = tokio::task::spawn_blocking(move || runtime.block_on(puller.pull(&request)))
             .await
             .map_err(|panic| {
-                Refusal::new(RefusalReason::Internal, format!("{field}: {image}: pull panicked: {panic}"))
+                Refusal::new(
+                    RefusalReason::Internal,
+                    format!("{field}: {image}: pull panicked: {panic}"),
+                )
             })?
             .map_err(|err| oci_refusal(field, &err))?;
         let digest = ModuleDigest::of(&pulled.bytes);
@@ -231,7 +254,10 @@ impl Fetcher {
             .and_then(|mut d| d.remove(key))
             .map(|b| b.0)
             .ok_or_else(|| {
-                Refusal::new(RefusalReason::NotFound, format!("{origin} has no key `{key}`"))
+                Refusal::new(
+                    RefusalReason::NotFound,
+                    format!("{origin} has no key `{key}`"),
+                )
             })
     }
 }
@@ -273,7 +299,10 @@ fn api_failure(origin: &str, err: kube::Error) -> Refusal {
         kube::Error::Api(status) if status.code == 403 => RefusalReason::Unauthorized,
         _ => RefusalReason::RegistryUnreachable,
     };
-    Refusal::new(reason, format!("{origin}: cannot read it from the API server: {err}"))
+    Refusal::new(
+        reason,
+        format!("{origin}: cannot read it from the API server: {err}"),
+    )
 }
 
 /// The refusal of a failed pull; the message is `rekon-oci`'s, which names

@@ -33,7 +33,10 @@ pub fn validate(object: &DecisionModule, max_memory_mib: usize) -> Result<World,
     settings(spec)
         .validate(max_memory_mib)
         .map_err(|(field, message)| {
-            Refusal::new(RefusalReason::InvalidSpec, format!("spec.{field}: {message}"))
+            Refusal::new(
+                RefusalReason::InvalidSpec,
+                format!("spec.{field}: {message}"),
+            )
         })?;
     Ok(world)
 }
@@ -74,12 +77,20 @@ pub async fn plan(
     let promoted = spec.mode == Mode::Shadow && was_promoted(object);
     let module = match spec.mode {
         Mode::Rollback => None,
-        _ => fetch(fetcher, "spec.module", Some(&spec.module)).boxed().await?,
+        _ => {
+            fetch(fetcher, "spec.module", Some(&spec.module))
+                .boxed()
+                .await?
+        }
     };
     let modules = PlannedModules {
         module,
-        shadow: fetch(fetcher, "spec.shadow", spec.shadow.as_ref()).boxed().await?,
-        previous: fetch(fetcher, "spec.previous", spec.previous.as_ref()).boxed().await?,
+        shadow: fetch(fetcher, "spec.shadow", spec.shadow.as_ref())
+            .boxed()
+            .await?,
+        previous: fetch(fetcher, "spec.previous", spec.previous.as_ref())
+            .boxed()
+            .await?,
     };
     let limits = settings(spec).limits(defaults);
     let (mode, auto_promote) = if promoted {

@@ -24,9 +24,21 @@ use crate::config::{AutoPromote, AutoRollback, Mode};
     printcolumn(name = "World", type_ = "string", json_path = ".spec.world"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Digest", type_ = "string", json_path = ".status.active.digest"),
-    printcolumn(name = "Agreed", type_ = "integer", json_path = ".status.shadow.agreed"),
-    printcolumn(name = "Differed", type_ = "integer", json_path = ".status.shadow.differed"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Agreed",
+        type_ = "integer",
+        json_path = ".status.shadow.agreed"
+    ),
+    printcolumn(
+        name = "Differed",
+        type_ = "integer",
+        json_path = ".status.shadow.differed"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionModuleSpec {
@@ -42,11 +54,7 @@ pub struct DecisionModuleSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
     /// Memory cap of one decision, in MiB.
-    #[serde(
-        default,
-        rename = "memoryMiB",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "memoryMiB", skip_serializing_if = "Option::is_none")]
     pub memory_mib: Option<u64>,
     /// A candidate deciding beside `module` in mode `active`, without effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,7 +230,10 @@ pub fn crd_yaml() -> String {
 mod tests {
     use super::*;
 
-    const DEPLOYED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/decisionmodules.yaml");
+    const DEPLOYED: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/decisionmodules.yaml"
+    );
 
     #[test]
     fn deploy_crd_matches_the_rust_types() {
@@ -250,10 +261,7 @@ mod tests {
         assert_eq!(object.spec.mode, Mode::Shadow);
         assert_eq!(object.spec.memory_mib, Some(64));
         assert_eq!(object.spec.auto_promote.unwrap().min_decisions, 500);
-        assert_eq!(
-            object.spec.previous.unwrap().config_map.unwrap().key,
-            "c"
-        );
+        assert_eq!(object.spec.previous.unwrap().config_map.unwrap().key, "c");
     }
 
     #[test]
@@ -270,6 +278,9 @@ mod tests {
             .iter()
             .map(|c| c.name.as_str())
             .collect();
-        assert_eq!(columns, ["World", "Phase", "Digest", "Agreed", "Differed", "Age"]);
+        assert_eq!(
+            columns,
+            ["World", "Phase", "Digest", "Agreed", "Differed", "Age"]
+        );
     }
 }

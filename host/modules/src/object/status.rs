@@ -5,9 +5,7 @@
 use chrono::{SecondsFormat, Utc};
 
 use crate::config::Mode;
-use crate::object::resource::{
-    ActiveStatus, Condition, DecisionModuleStatus, Phase, ShadowStatus,
-};
+use crate::object::resource::{ActiveStatus, Condition, DecisionModuleStatus, Phase, ShadowStatus};
 use crate::refusal::{Refusal, RefusalReason};
 use crate::status::ControllerStatus;
 
@@ -22,7 +20,9 @@ pub enum Outcome {
     /// Fetching and checking.
     Pulling,
     /// Published (or already serving); `promoted` when its status recorded a promotion.
-    Applied { promoted: bool },
+    Applied {
+        promoted: bool,
+    },
     Refused(Refusal),
 }
 
@@ -69,7 +69,12 @@ pub fn compute(
         Outcome::Pulling => (
             Phase::Pulling,
             vec![
-                condition(READY, Some(false), "Pulling", "fetching and checking the module".into()),
+                condition(
+                    READY,
+                    Some(false),
+                    "Pulling",
+                    "fetching and checking the module".into(),
+                ),
                 condition(PULLED, None, "Pulling", "fetching the module".into()),
             ],
         ),
@@ -86,7 +91,12 @@ pub fn compute(
             } else if refusal.reason != RefusalReason::DuplicateWorld
                 && refusal.reason != RefusalReason::InvalidSpec
             {
-                conditions.push(condition(PULLED, Some(true), "Pulled", "module fetched".into()));
+                conditions.push(condition(
+                    PULLED,
+                    Some(true),
+                    "Pulled",
+                    "module fetched".into(),
+                ));
                 conditions.push(condition(VERIFIED, Some(false), reason, message));
             }
             (Phase::Rejected, conditions)
@@ -100,11 +110,19 @@ pub fn compute(
                 "digests, world, contract version and canary replay checked".into(),
             );
             let (phase, ready) = if let Some(note) = rolled_back {
-                (Phase::RolledBack, condition(READY, Some(false), "RolledBack", note))
+                (
+                    Phase::RolledBack,
+                    condition(READY, Some(false), "RolledBack", note),
+                )
             } else if controller.is_some_and(|c| c.mode == Mode::Shadow) {
                 (
                     Phase::Shadowing,
-                    condition(READY, Some(true), "Shadowing", "the previous version serves; the candidate decides beside it".into()),
+                    condition(
+                        READY,
+                        Some(true),
+                        "Shadowing",
+                        "the previous version serves; the candidate decides beside it".into(),
+                    ),
                 )
             } else {
                 (
@@ -115,11 +133,21 @@ pub fn compute(
             let mut conditions = vec![ready, fetched, verified];
             if auto_promote || *promoted {
                 conditions.push(if *promoted || promoted_now {
-                    condition(PROMOTED, Some(true), "Promoted", "the shadow agreed often enough and serves".into())
+                    condition(
+                        PROMOTED,
+                        Some(true),
+                        "Promoted",
+                        "the shadow agreed often enough and serves".into(),
+                    )
                 } else if let Some(note) = stopped {
                     condition(PROMOTED, Some(false), "PromotionStopped", note)
                 } else {
-                    condition(PROMOTED, Some(false), "WaitingForEvidence", "the shadow is collecting decisions".into())
+                    condition(
+                        PROMOTED,
+                        Some(false),
+                        "WaitingForEvidence",
+                        "the shadow is collecting decisions".into(),
+                    )
                 });
             }
             (phase, conditions)
@@ -147,16 +175,14 @@ pub fn compute(
                 .unwrap_or_else(|| version.contract.clone()),
             since: since.to_rfc3339_opts(SecondsFormat::Secs, true),
         });
-    let shadow = controller
-        .filter(|_| serves)
-        .and_then(|c| {
-            c.shadow.as_ref().map(|s| ShadowStatus {
-                digest: s.sha256.clone(),
-                agreed: c.shadow_agreed,
-                differed: c.shadow_differed,
-                failed: c.shadow_failed,
-            })
-        });
+    let shadow = controller.filter(|_| serves).and_then(|c| {
+        c.shadow.as_ref().map(|s| ShadowStatus {
+            digest: s.sha256.clone(),
+            agreed: c.shadow_agreed,
+            differed: c.shadow_differed,
+            failed: c.shadow_failed,
+        })
+    });
     DecisionModuleStatus {
         phase: Some(phase),
         observed_generation: generation,
@@ -213,8 +239,15 @@ mod tests {
         );
         assert_eq!(status.phase, Some(Phase::Rejected));
         let ready = status.condition(READY).unwrap();
-        assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "DigestMismatch"));
-        assert!(ready.message.contains("configmap/ns/v1#module.wasm (sha256 sha256:11) keeps serving"));
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "DigestMismatch")
+        );
+        assert!(
+            ready
+                .message
+                .contains("configmap/ns/v1#module.wasm (sha256 sha256:11) keeps serving")
+        );
         assert_eq!(status.condition(VERIFIED).unwrap().status, "False");
         assert_eq!(status.condition(PULLED).unwrap().status, "True");
         assert_eq!(status.active.unwrap().contract_version, "0.2.0");
@@ -232,7 +265,10 @@ mod tests {
         );
         assert_eq!(first.phase, Some(Phase::Shadowing));
         assert_eq!(first.shadow.as_ref().unwrap().agreed, 7);
-        assert_eq!(first.condition(PROMOTED).unwrap().reason, "WaitingForEvidence");
+        assert_eq!(
+            first.condition(PROMOTED).unwrap().reason,
+            "WaitingForEvidence"
+        );
         let mut earlier = first.clone();
         for c in &mut earlier.conditions {
             c.last_transition_time = Some("2020-01-01T00:00:00Z".into());
@@ -245,7 +281,11 @@ mod tests {
             Some(&earlier),
         );
         assert_eq!(
-            again.condition(READY).unwrap().last_transition_time.as_deref(),
+            again
+                .condition(READY)
+                .unwrap()
+                .last_transition_time
+                .as_deref(),
             Some("2020-01-01T00:00:00Z")
         );
     }

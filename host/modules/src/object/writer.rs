@@ -66,7 +66,10 @@ impl Drop for StatusWriter {
 
 async fn write(api: &Api<DecisionModule>, name: &str, mut wanted: DecisionModule) {
     for _ in 0..ATTEMPTS {
-        match api.replace_status(name, &PostParams::default(), &wanted).await {
+        match api
+            .replace_status(name, &PostParams::default(), &wanted)
+            .await
+        {
             Ok(_) => return,
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 let status_wanted: Option<DecisionModuleStatus> = wanted.status.take();
