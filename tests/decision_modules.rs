@@ -136,7 +136,7 @@ async fn wait_for<T>(
 struct Rekon {
     modules: Modules,
     health: Arc<Health>,
-    host: Host,
+    _host: Host,
     _watching: Watching,
     _objects: ServingObjects,
 }
@@ -171,7 +171,7 @@ async fn start_rekon(client: &Client) -> Rekon {
     Rekon {
         modules,
         health,
-        host,
+        _host: host,
         _watching: watching,
         _objects: objects,
     }
@@ -179,14 +179,18 @@ async fn start_rekon(client: &Client) -> Rekon {
 
 /// The API server the test runs on, stopped when dropped.
 enum Server {
-    Embedded(EmbeddedCluster, tempfile::NamedTempFile),
+    /// The cluster is kept only to keep the server running.
+    Embedded {
+        _cluster: EmbeddedCluster,
+        kubeconfig: tempfile::NamedTempFile,
+    },
     Real(RealServer),
 }
 
 impl Server {
     fn kubeconfig(&self) -> PathBuf {
         match self {
-            Server::Embedded(_, kubeconfig) => kubeconfig.path().to_path_buf(),
+            Server::Embedded { kubeconfig, .. } => kubeconfig.path().to_path_buf(),
             Server::Real(real) => real.kubeconfig.path().to_path_buf(),
         }
     }
