@@ -31,6 +31,7 @@ use rekon_modules::object::{
 };
 use rekon_modules::testing::with_custom_section;
 use rekon_modules::{ModuleDigest, Modules, ModulesOptions, WatchOptions, Watching};
+use rekon_oci::{Puller, PullerOptions, RegistryOptions};
 use rekon_ops::Health;
 use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
@@ -137,12 +138,20 @@ struct Rekon {
     modules: Modules,
     health: Arc<Health>,
     _host: Host,
+    /// Where image sources are pulled to.
+    _oci_cache: tempfile::TempDir,
     _watching: Watching,
     _objects: ServingObjects,
 }
 
 async fn start_rekon(client: &Client) -> Rekon {
     let modules = Modules::open(ModulesOptions::without_dir()).await.unwrap();
+    let oci_cache = tempfile::tempdir().unwrap();
+    let puller = Puller::new(PullerOptions {
+        cache_dir: oci_cache.path().to_path_buf(),
+        ..PullerOptions::default()
+    })
+    .unwrap();
     let watching = modules
         .watch(WatchOptions {
             status_refresh: Duration::from_millis(200),
@@ -152,7 +161,7 @@ async fn start_rekon(client: &Client) -> Rekon {
     let objects = object::serve(
         modules.clone(),
         client.clone(),
-        Fetcher::new(client.clone(), MAX_BYTES),
+        Fetcher::new(client.clone(), MAX_BYTES).with_puller(puller),
         ObjectOptions {
             status_interval: Duration::from_millis(300),
             ..ObjectOptions::default()
@@ -172,6 +181,7 @@ async fn start_rekon(client: &Client) -> Rekon {
         modules,
         health,
         _host: host,
+        _oci_cache: oci_cache,
         _watching: watching,
         _objects: objects,
     }
@@ -206,10 +216,12 @@ async fn start_server() -> (Client, Server) {
         .expect("the embedded API server starts");
     let kubeconfig = tempfile::NamedTempFile::new().unwrap();
     cluster.server.write_kubeconfig(kubeconfig.path()).unwrap();
-    (
-        cluster.client.clone(),
-        Server::Embedded(cluster, kubeconfig),
-    )
+    let client = cluster.client.clone();
+    let server = Server::Embedded {
+        _cluster: cluster,
+        kubeconfig,
+    };
+    (client, server)
 }
 
 /// The cluster, with the CRD applied and served, the namespace and rekon.
@@ -677,4 +689,63 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
     assert_eq!(setup.rekon.modules.status().controllers[WORLD].rollbacks, 1);
     setup.released("after-rollback").await;
     setup.assert_ready();
+}
+
+/// Issue 16's "done when": a module pushed to a real OCI registry (what `rekon
+/// push` does) and referenced by a DecisionModule is Active within 10 s and
+/// decides; the 12 MB TypeScript build of the same world travels the same way
+/// (it is compiled once on arrival, so it gets longer than 10 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_module_pushed_to_a_registry_is_active_within_10s_and_decides() {
+    let registry = rekon_oci::testing::TestRegistry::start();
+    let setup = setup().await;
+    let push = async |stem: &str, tag: &str| {
+        let bytes = guest(stem);
+        let reference = registry.reference(&format!("platform/pvc-protection:{tag}"));
+        let pushed = rekon_oci::push(&bytes, &reference, &RegistryOptions::default())
+            .await
+            .unwrap();
+        (ModuleDigest::of(&bytes), pushed)
+    };
+
+    let (digest, pushed) = push("rekon_guest_pvc_protection", "rust").await;
+    let started = Instant::now();
+    setup
+        .apply(
+            "pvc-protection",
+            json!({"world": WORLD, "module": {"image": pushed}}),
+        )
+        .await;
+    let status = setup
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    eprintln!("image {pushed} Active after {:?}", started.elapsed());
+    let active = status.active.as_ref().unwrap();
+    assert_eq!(active.digest, digest.to_string());
+    assert!(active.image.starts_with(&pushed), "{active:?}");
+    setup.released("from-registry").await;
+
+    let (digest, pushed) = push("rekon_guest_pvc_protection_ts", "ts").await;
+    let started = Instant::now();
+    setup
+        .apply(
+            "pvc-protection",
+            json!({"world": WORLD, "module": {"image": pushed}}),
+        )
+        .await;
+    let status = setup
+        .status("pvc-protection", Duration::from_secs(300), |s| {
+            s.active
+                .as_ref()
+                .is_some_and(|a| a.digest == digest.to_string())
+        })
+        .await;
+    eprintln!(
+        "image {pushed} (TypeScript) Active after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(status.phase, Some(Phase::Active));
+    setup.released("from-typescript").await;
 }
