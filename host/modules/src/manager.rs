@@ -60,6 +60,7 @@ impl ModulesOptions {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: Some(dir.into()),
+            wait_for_modules: false,
             ..Self::without_dir()
         }
     }
