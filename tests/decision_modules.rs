@@ -726,8 +726,98 @@ async fn a_module_pushed_to_a_registry_is_active_within_10s_and_decides() {
     assert_eq!(active.digest, digest.to_string());
     assert!(active.image.starts_with(&pushed), "{active:?}");
     setup.released("from-registry").await;
+    let serving = digest;
+    let (digest, pushed_ts) = push("rekon_guest_pvc_protection_ts", "ts").await;
 
-    let (digest, pushed) = push("rekon_guest_pvc_protection_ts", "ts").await;
+    // Each registry refusal: Rejected with its reason, a message naming the
+    // image, and the image that served before keeps serving.
+    let options = RegistryOptions::default();
+    let key = rekon_oci::generate_key();
+    rekon_oci::sign(&pushed, key.private_pem.as_bytes(), &options)
+        .await
+        .unwrap();
+    let wrong_key = rekon_oci::generate_key();
+    let manifest = pushed.split_once('@').unwrap().1;
+    let missing = registry.reference(&format!(
+        "platform/pvc-protection@sha256:{}",
+        "0".repeat(64)
+    ));
+    let closed = rekon_oci::testing::free_loopback_port();
+    let unreachable = format!("{closed}/platform/pvc-protection@{manifest}");
+    let cases = [
+        (
+            "ManifestNotFound",
+            json!({"image": missing}),
+            "Pulled",
+            &missing,
+        ),
+        (
+            "RegistryUnreachable",
+            json!({"image": unreachable}),
+            "Pulled",
+            &unreachable,
+        ),
+        (
+            "BadSignature",
+            json!({"image": pushed, "verify": {"publicKey": wrong_key.public_pem}}),
+            "Verified",
+            &pushed,
+        ),
+        (
+            "BadSignature",
+            json!({"image": pushed_ts, "verify": {"publicKey": key.public_pem}}),
+            "Verified",
+            &pushed_ts,
+        ),
+    ];
+    for (reason, module, failed_condition, image) in cases {
+        setup
+            .apply("pvc-protection", json!({"world": WORLD, "module": module}))
+            .await;
+        let status = setup
+            .status("pvc-protection", Duration::from_secs(20), |s| {
+                s.phase == Some(Phase::Rejected)
+            })
+            .await;
+        let (ok, got_reason, message) = ready(&status);
+        assert_eq!(
+            (ok.as_str(), got_reason.as_str()),
+            ("False", reason),
+            "{message}"
+        );
+        assert!(
+            message.contains(image.as_str()),
+            "{reason}: {message:?} lacks {image}"
+        );
+        assert!(message.contains("keeps serving"), "{message}");
+        let failed = status.condition(failed_condition).expect(failed_condition);
+        assert_eq!(
+            (failed.status.as_str(), failed.reason.as_str()),
+            ("False", reason)
+        );
+        assert_eq!(status.active.as_ref().unwrap().digest, serving.to_string());
+        setup
+            .released(&format!("after-{}", reason.to_lowercase()))
+            .await;
+        setup.assert_ready();
+    }
+    // Signed with the key the object names: it verifies and serves.
+    setup
+        .apply(
+            "pvc-protection",
+            json!({"world": WORLD, "module": {"image": pushed, "verify": {"publicKey": key.public_pem}}}),
+        )
+        .await;
+    let status = setup
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    let verified = status.condition("Verified").expect("Verified");
+    assert_eq!(verified.status, "True", "{verified:?}");
+    setup.released("after-verified").await;
+
+    let pushed = pushed_ts;
     let started = Instant::now();
     setup
         .apply(
