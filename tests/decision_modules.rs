@@ -737,7 +737,9 @@ async fn a_module_pushed_to_a_registry_is_active_within_10s_and_decides() {
         .await
         .unwrap();
     let wrong_key = rekon_oci::generate_key();
-    let manifest = pushed.split_once('@').unwrap().1;
+    // A digest this rekon has not pulled yet: a pulled one is served from the
+    // digest cache without asking any registry (content addressing).
+    let manifest = pushed_ts.split_once('@').unwrap().1;
     let missing = registry.reference(&format!(
         "platform/pvc-protection@sha256:{}",
         "0".repeat(64)
