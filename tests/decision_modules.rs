@@ -346,6 +346,54 @@ impl Setup {
         .await;
     }
 
+    /// Applies `module` and checks the refusal: phase Rejected, `Ready` and
+    /// `failed_condition` False with `reason`, a message naming each of
+    /// `mentions` and saying what keeps serving, `serving` still active and
+    /// deciding, and the host ready.
+    async fn refused(
+        &self,
+        reason: &str,
+        module: serde_json::Value,
+        failed_condition: &str,
+        mentions: &[&str],
+        serving: &ModuleDigest,
+        timeout: Duration,
+    ) {
+        self.apply("pvc-protection", json!({"world": WORLD, "module": module}))
+            .await;
+        let status = self
+            .status("pvc-protection", timeout, |s| {
+                s.phase == Some(Phase::Rejected)
+            })
+            .await;
+        let (ok, got_reason, message) = ready(&status);
+        assert_eq!(
+            (ok.as_str(), got_reason.as_str()),
+            ("False", reason),
+            "{message}"
+        );
+        for mention in mentions {
+            assert!(
+                message.contains(mention),
+                "{reason}: {message:?} lacks {mention:?}"
+            );
+        }
+        assert!(message.contains("keeps serving"), "{message}");
+        let failed = status.condition(failed_condition).expect(failed_condition);
+        assert_eq!(
+            (failed.status.as_str(), failed.reason.as_str()),
+            ("False", reason)
+        );
+        assert_eq!(
+            status.active.as_ref().unwrap().digest,
+            serving.to_string(),
+            "{reason}: the previous version still serves"
+        );
+        self.released(&format!("after-{}", reason.to_lowercase()))
+            .await;
+        self.assert_ready();
+    }
+
     fn assert_ready(&self) {
         let readiness = self.rekon.health.readiness();
         assert!(readiness.is_ready(), "/readyz: {readiness}");
@@ -501,41 +549,17 @@ async fn a_decision_module_serves_and_every_refusal_explains_itself_while_the_pr
         ),
     ];
     for (reason, module, failed_condition, mentions) in cases {
+        let mentions: Vec<&str> = mentions.iter().map(String::as_str).collect();
         setup
-            .apply("pvc-protection", json!({"world": WORLD, "module": module}))
+            .refused(
+                reason,
+                module,
+                failed_condition,
+                &mentions,
+                &v1,
+                Duration::from_secs(10),
+            )
             .await;
-        let status = setup
-            .status("pvc-protection", Duration::from_secs(10), |s| {
-                s.phase == Some(Phase::Rejected)
-            })
-            .await;
-        let (ok, got_reason, message) = ready(&status);
-        assert_eq!(
-            (ok.as_str(), got_reason.as_str()),
-            ("False", reason),
-            "{message}"
-        );
-        for mention in &mentions {
-            assert!(
-                message.contains(mention.as_str()),
-                "{reason}: {message:?} lacks {mention:?}"
-            );
-        }
-        assert!(message.contains("keeps serving"), "{message}");
-        let failed = status.condition(failed_condition).expect(failed_condition);
-        assert_eq!(
-            (failed.status.as_str(), failed.reason.as_str()),
-            ("False", reason)
-        );
-        assert_eq!(
-            status.active.as_ref().unwrap().digest,
-            v1.to_string(),
-            "{reason}: v1 still serves"
-        );
-        setup
-            .released(&format!("after-{}", reason.to_lowercase()))
-            .await;
-        setup.assert_ready();
     }
 
     // A second object for the same world is refused and names the first.
@@ -774,34 +798,15 @@ async fn a_module_pushed_to_a_registry_is_active_within_10s_and_decides() {
     ];
     for (reason, module, failed_condition, image) in cases {
         setup
-            .apply("pvc-protection", json!({"world": WORLD, "module": module}))
+            .refused(
+                reason,
+                module,
+                failed_condition,
+                &[image.as_str()],
+                &serving,
+                Duration::from_secs(20),
+            )
             .await;
-        let status = setup
-            .status("pvc-protection", Duration::from_secs(20), |s| {
-                s.phase == Some(Phase::Rejected)
-            })
-            .await;
-        let (ok, got_reason, message) = ready(&status);
-        assert_eq!(
-            (ok.as_str(), got_reason.as_str()),
-            ("False", reason),
-            "{message}"
-        );
-        assert!(
-            message.contains(image.as_str()),
-            "{reason}: {message:?} lacks {image}"
-        );
-        assert!(message.contains("keeps serving"), "{message}");
-        let failed = status.condition(failed_condition).expect(failed_condition);
-        assert_eq!(
-            (failed.status.as_str(), failed.reason.as_str()),
-            ("False", reason)
-        );
-        assert_eq!(status.active.as_ref().unwrap().digest, serving.to_string());
-        setup
-            .released(&format!("after-{}", reason.to_lowercase()))
-            .await;
-        setup.assert_ready();
     }
     // Signed with the key the object names: it verifies and serves.
     setup
