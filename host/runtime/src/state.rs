@@ -161,8 +161,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn guest_log_goes_to_tracing_with_the_guest_id() {
+    /// What `guest_logs` makes one decision's state log, as tracing prints it.
+    fn logged(guest_logs: impl FnOnce(&mut DecisionState)) -> String {
         let captured = Captured::default();
         let subscriber = tracing_subscriber::fmt()
             .with_writer({
@@ -172,12 +172,15 @@ mod tests {
             .with_ansi(false)
             .with_max_level(tracing::Level::DEBUG)
             .finish();
-        let guest = GuestId::of("pvc", b"abc");
         tracing::subscriber::with_default(subscriber, || {
-            let mut state = DecisionState::new(guest, 1 << 20);
-            state.log(log::Level::Warn, "cache looks stale".into());
+            guest_logs(&mut DecisionState::new(GuestId::of("pvc", b"abc"), 1 << 20));
         });
-        let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        String::from_utf8(captured.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn guest_log_goes_to_tracing_with_the_guest_id() {
+        let out = logged(|state| state.log(log::Level::Warn, "cache looks stale".into()));
         assert!(out.contains("WARN"), "{out}");
         assert!(out.contains("rekon::guest"), "{out}");
         assert!(out.contains("guest=pvc@sha256:ba7816bf8f01"), "{out}");
@@ -186,24 +189,12 @@ mod tests {
 
     #[test]
     fn guest_logs_stop_at_the_decision_byte_budget() {
-        let captured = Captured::default();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer({
-                let captured = captured.clone();
-                move || captured.clone()
-            })
-            .with_ansi(false)
-            .with_max_level(tracing::Level::DEBUG)
-            .finish();
-        let guest = GuestId::of("pvc", b"abc");
-        tracing::subscriber::with_default(subscriber, || {
-            let mut state = DecisionState::new(guest, 1 << 20);
+        let out = logged(|state| {
             for _ in 0..100 {
                 state.log(log::Level::Info, "x".repeat(4096));
             }
             state.log(log::Level::Warn, "one more".into());
         });
-        let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
         let guest_bytes = out.matches('x').count();
         assert!(
             guest_bytes <= GUEST_LOG_BYTES,
