@@ -281,3 +281,17 @@ pub async fn run_with(state: Vec<Value>, deciders: Deciders) -> Report {
     .await
     .expect("simulation runs")
 }
+
+/// A controller module built by `make guests` (`rekon_guest_<name>.wasm`),
+/// loaded as a component and described by itself.
+pub fn controller_module(file_stem: &str) -> rekon_controllers::generic::ControllerModule {
+    let engine = Engine::new(EngineConfig::default()).expect("engine");
+    let guest = engine
+        .loader()
+        .world(World::of::<rekon_contract::ControllerWorld>())
+        .file(rekon_runtime::testing::built_guest(file_stem))
+        .unwrap_or_else(|e| panic!("{file_stem} (run `make guests`): {e}"));
+    let description = guest.describe_controller().expect("describe");
+    rekon_controllers::generic::ControllerModule::new(description, Arc::new(guest))
+        .expect("a description the host accepts")
+}

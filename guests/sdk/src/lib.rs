@@ -11,11 +11,13 @@
 //! - [`generated_claim`]: the claim generated for a pod claim from its template
 //!   (the reference guest creates it, the host checks guests against it).
 //! - [`log`]: log through the host (a no-op when running natively).
+//! - [`controller`]: the `controller` world (0.3.0): a controller as a module.
 //! - [`alloc::BumpAlloc`]: a global allocator for guests (fresh instance per decision).
 
 pub mod alloc;
 #[cfg(feature = "cases")]
 pub mod cases;
+pub mod controller;
 pub mod convert;
 pub mod ephemeral;
 pub mod generated_claim;

@@ -152,4 +152,5 @@ pub fn visit_worlds(visitor: &mut impl WorldVisitor) {
     visitor.visit::<PvcProtectionWorld>();
     visitor.visit::<ResourceClaimWorld>();
     visitor.visit::<crate::EphemeralVolumeWorld>();
+    visitor.visit::<crate::ControllerWorld>();
 }

@@ -47,7 +47,11 @@ impl std::fmt::Display for ContractVersion {
 pub const PACKAGE: &str = "rekon:reconcile";
 
 /// Every contract version this host binds, newest first.
-pub const SUPPORTED_VERSIONS: &[ContractVersion] = &[v0_2_0::VERSION, v0_1_0::VERSION];
+pub const SUPPORTED_VERSIONS: &[ContractVersion] = &[
+    crate::controller::v0_3_0::VERSION,
+    v0_2_0::VERSION,
+    v0_1_0::VERSION,
+];
 
 /// Bindings of `rekon:reconcile@0.2.0` (wit/ at the repository root).
 pub mod v0_2_0 {

@@ -10,12 +10,14 @@
 
 pub mod binding;
 pub mod bindings;
+pub mod controller;
 pub mod ephemeral_volume;
 pub mod project;
 pub mod world;
 
 pub use binding::{BindWorld, CallError, WorldBinding, WorldVisitor, visit_worlds};
 pub use bindings::{ContractVersion, PACKAGE, SUPPORTED_VERSIONS};
+pub use controller::{ControllerDecision, ControllerInput, ControllerWorld};
 pub use ephemeral_volume::EphemeralVolumeWorld;
 pub use rekon_guest::model;
 pub use world::{

@@ -20,6 +20,9 @@ pub trait WitWorld: Send + Sync + 'static {
     const EXPORT: &'static str;
     /// The exported decision functions, by WIT name.
     const FUNCTIONS: &'static [&'static str];
+    /// Each module of this world is a controller of its own (the generic
+    /// `controller` world), rather than the one module of a built-in controller.
+    const GENERIC: bool = false;
     /// What one decision is given.
     type Input: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static;
     /// What one decision returns.

@@ -30,10 +30,10 @@ pub enum Change<P> {
     Deleted(Arc<P>),
 }
 
-type IndexFn<P> = fn(&P) -> Vec<String>;
+type IndexFn<P> = Arc<dyn Fn(&P) -> Vec<String> + Send + Sync>;
 
 struct Index<P> {
-    name: &'static str,
+    name: String,
     values_of: IndexFn<P>,
     keys_by_value: HashMap<String, HashSet<ObjectKey>>,
 }
@@ -67,10 +67,14 @@ impl<P: Projection> Cache<P> {
     }
 
     /// Adds a secondary index; `values_of` yields the index values of an object.
-    pub fn with_index(self, name: &'static str, values_of: IndexFn<P>) -> Self {
+    pub fn with_index(
+        self,
+        name: impl Into<String>,
+        values_of: impl Fn(&P) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
         self.inner.write().unwrap().indexes.push(Index {
-            name,
-            values_of,
+            name: name.into(),
+            values_of: Arc::new(values_of),
             keys_by_value: HashMap::new(),
         });
         self
@@ -268,8 +272,22 @@ where
     P: Reflected,
     H: Fn(Change<P>),
 {
+    reflect_api(Api::<P::Object>::all(client), P::project, cache, on_change).await
+}
+
+/// Feeds `cache` with `project`ed objects of a watch on `api` (any resource,
+/// typed or dynamic) until the stream ends, passing every change to `on_change`.
+pub async fn reflect_api<K, P, H>(
+    api: Api<K>,
+    project: impl Fn(&K) -> P,
+    cache: Arc<Cache<P>>,
+    on_change: H,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    P: Projection,
+    H: Fn(Change<P>),
+{
     let mut relist: Option<Vec<P>> = None;
-    let api = Api::<P::Object>::all(client);
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
@@ -284,7 +302,7 @@ where
         match event {
             watcher::Event::Init => relist = Some(Vec::new()),
             watcher::Event::InitApply(obj) => {
-                relist.get_or_insert_with(Vec::new).push(P::project(&obj));
+                relist.get_or_insert_with(Vec::new).push(project(&obj));
             }
             watcher::Event::InitDone => {
                 for change in cache.replace(relist.take().unwrap_or_default()) {
@@ -292,9 +310,9 @@ where
                 }
                 cache.mark_synced();
             }
-            watcher::Event::Apply(obj) => on_change(cache.apply(P::project(&obj))),
+            watcher::Event::Apply(obj) => on_change(cache.apply(project(&obj))),
             watcher::Event::Delete(obj) => {
-                let projected = P::project(&obj);
+                let projected = project(&obj);
                 match cache.delete(&projected.key()) {
                     Some(change) => on_change(change),
                     None => on_change(Change::Deleted(Arc::new(projected))),

@@ -15,9 +15,10 @@ use tokio::task::JoinHandle;
 use crate::context::Context;
 use crate::decider::Deciders;
 use crate::fence::Fence;
+use crate::generic::{ControllerModule, Generic, resolve_all};
 use crate::journal::Journal;
 use crate::observe::Observer;
-use crate::reconciler::{Halt, QueueView, Reconciler, WorkerCount, work};
+use crate::reconciler::{Builtin, Halt, QueueView, Reconciler, WorkerCount, work};
 use crate::registry::{CONTROLLERS, Registration, Selection, missing_apis};
 use crate::watches::{Feeds, Watches};
 
@@ -35,6 +36,8 @@ pub struct HostConfig {
     pub observer: Arc<dyn Observer>,
     /// How often a controller whose API is not served asks discovery again.
     pub discovery_interval: Duration,
+    /// Controller modules to run (each once discovery serves its kinds).
+    pub modules: Vec<ControllerModule>,
 }
 
 impl HostConfig {
@@ -47,6 +50,7 @@ impl HostConfig {
             queue: QueueConfig::default(),
             observer,
             discovery_interval: Duration::from_secs(30),
+            modules: Vec::new(),
         }
     }
 }
@@ -108,8 +112,8 @@ pub(crate) struct Shared {
     waiting: Mutex<Vec<JoinHandle<()>>>,
 }
 
-/// Starts controller `R`: its queue, its watches, its workers.
-pub(crate) fn start<R: Reconciler>(shared: &Shared) -> Result<Running, StartError> {
+/// Starts built-in controller `R`: its queue, its watches, its workers.
+pub(crate) fn start<R: Builtin>(shared: &Shared) -> Result<Running, StartError> {
     let slot = shared
         .deciders
         .get::<R::World>()
@@ -117,14 +121,20 @@ pub(crate) fn start<R: Reconciler>(shared: &Shared) -> Result<Running, StartErro
             controller: R::NAME,
             world: <R::World as rekon_contract::WitWorld>::NAME,
         })?;
+    let controller = Arc::new(R::new(shared.ctx.clone(), slot));
+    Ok(run(shared, controller))
+}
+
+/// Runs `controller`: its queue, its watches, its workers.
+pub(crate) fn run<R: Reconciler>(shared: &Shared, controller: Arc<R>) -> Running {
+    let name = controller.name();
     let ctx = shared.ctx.clone();
-    let controller = Arc::new(R::new(ctx.clone(), slot));
     let queue = Arc::new(WorkQueue::<R::Key>::with_metrics(
         QueueConfig {
-            name: R::NAME.into(),
+            name: name.into(),
             ..shared.queue.clone()
         },
-        ctx.observer.queue_metrics(R::NAME),
+        ctx.observer.queue_metrics(name),
     ));
     let mut watches = Watches::new(&shared.feeds, queue.clone());
     controller.watches(&mut watches);
@@ -151,15 +161,15 @@ pub(crate) fn start<R: Reconciler>(shared: &Shared) -> Result<Running, StartErro
             ))
         })
         .collect();
-    ctx.observer.controller_enabled(R::NAME, true);
-    tracing::info!(controller = R::NAME, "controller started");
-    Ok(Running {
-        name: R::NAME,
+    ctx.observer.controller_enabled(name, true);
+    tracing::info!(controller = name, "controller started");
+    Running {
+        name,
         queue,
         workers,
         count,
         controller,
-    })
+    }
 }
 
 impl Shared {
@@ -222,6 +232,39 @@ impl Shared {
                 }
                 Err(err) => {
                     tracing::warn!(controller = registration.name, error = %err, "API discovery failed; asking again");
+                }
+            }
+            if first {
+                first = false;
+                self.undiscovered.fetch_sub(1, Ordering::AcqRel);
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    /// Waits until the server serves every kind of `module`, then runs it.
+    async fn discover_module_then_start(self: Arc<Self>, module: ControllerModule, every: Duration) {
+        let mut first = true;
+        let mut logged = false;
+        loop {
+            match resolve_all(&self.ctx.client, &module).await {
+                Ok(kinds) => {
+                    if !self.stopping.load(Ordering::Acquire) {
+                        let controller = Arc::new(Generic::new(self.ctx.clone(), module, kinds));
+                        let running = run(&self, controller);
+                        self.running.lock().unwrap().push(running);
+                    }
+                    if first {
+                        self.undiscovered.fetch_sub(1, Ordering::AcqRel);
+                    }
+                    return;
+                }
+                Err((kind, err)) => {
+                    if !logged {
+                        tracing::warn!(controller = module.name(), kind = %kind, error = %err, every = ?every,
+                            "controller module not started: the server does not serve a kind it names; asking discovery again periodically");
+                        logged = true;
+                    }
                 }
             }
             if first {
@@ -341,6 +384,18 @@ impl Host {
                         .discover_then_start(registration, config.discovery_interval),
                 ));
             }
+        }
+        for module in config.modules {
+            if !config.controllers.is_enabled(module.name()) {
+                tracing::info!(controller = module.name(), "controller module disabled by --controllers");
+                continue;
+            }
+            shared.undiscovered.fetch_add(1, Ordering::AcqRel);
+            discovery.push(tokio::spawn(
+                shared
+                    .clone()
+                    .discover_module_then_start(module, config.discovery_interval),
+            ));
         }
         Self {
             ctx,

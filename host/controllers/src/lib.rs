@@ -12,6 +12,7 @@ pub mod cache;
 pub mod context;
 pub mod decider;
 pub mod fence;
+pub mod generic;
 pub mod host;
 pub mod journal;
 pub mod observe;

@@ -23,6 +23,11 @@ use crate::pool::panic_message;
 use crate::reconcile::{Outcome, ReconcileError, log_failure};
 use crate::watches::{SyncGate, Watches};
 
+/// A controller built into the host: one per type, made from its decision slot.
+pub trait Builtin: Reconciler {
+    fn new(ctx: Arc<Context>, decider: Arc<Slot<Self::World>>) -> Self;
+}
+
 pub trait Reconciler: Send + Sync + Sized + 'static {
     /// The controller's name (`--controllers`, metrics, logs, the journal).
     const NAME: &'static str;
@@ -34,7 +39,11 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     /// Its work-queue key.
     type Key: QueueKey + fmt::Display;
 
-    fn new(ctx: Arc<Context>, decider: Arc<Slot<Self::World>>) -> Self;
+    /// This controller's name: [`Self::NAME`] for a built-in one, the module's
+    /// own for a controller module.
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
 
     /// Registers its watches and enqueue rules.
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, Self::Key>);
@@ -51,7 +60,7 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
         key: &Self::Key,
         err: &ReconcileError,
     ) -> impl Future<Output = Outcome> + Send {
-        log_failure(Self::NAME, key, err);
+        log_failure(self.name(), key, err);
         std::future::ready(err.requeue())
     }
 }
@@ -151,13 +160,13 @@ pub(crate) async fn work<R: Reconciler>(
                 ReconcileResult::Error,
             ),
             Err(panic) => {
-                tracing::error!(controller = R::NAME, key = %key, panic = %panic_message(&*panic),
+                tracing::error!(controller = controller.name(), key = %key, panic = %panic_message(&*panic),
                     "reconcile panicked; key requeued with backoff");
-                ctx.observer.reconcile_panicked(R::NAME);
+                ctx.observer.reconcile_panicked(controller.name());
                 (Outcome::Retry, ReconcileResult::Error)
             }
         };
-        ctx.observer.reconciled(R::NAME, result, started.elapsed());
+        ctx.observer.reconciled(controller.name(), result, started.elapsed());
         queue.finish(&key, outcome);
         on_done();
     }
@@ -193,10 +202,6 @@ mod tests {
         type World = PvcProtectionWorld;
         type Key = String;
 
-        fn new(_: Arc<Context>, _: Arc<Slot<PvcProtectionWorld>>) -> Self {
-            Self::default()
-        }
-
         fn watches(self: &Arc<Self>, _: &mut Watches<'_, String>) {}
 
         async fn reconcile(&self, key: &String) -> Result<Outcome, ReconcileError> {
@@ -211,6 +216,12 @@ mod tests {
             }
             self.done.lock().unwrap().push(key.clone());
             Ok(Outcome::Done)
+        }
+    }
+
+    impl Builtin for PanicsOnce {
+        fn new(_: Arc<Context>, _: Arc<Slot<PvcProtectionWorld>>) -> Self {
+            Self::default()
         }
     }
 

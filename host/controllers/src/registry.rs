@@ -6,7 +6,7 @@ use std::str::FromStr;
 use kube::Client;
 
 use crate::host::{Running, Shared, StartError, start};
-use crate::reconciler::Reconciler;
+use crate::reconciler::Builtin;
 
 /// One controller kind: its name, the APIs it needs, how to start it.
 pub struct Registration {
@@ -18,7 +18,7 @@ pub struct Registration {
 }
 
 impl Registration {
-    pub const fn of<R: Reconciler>() -> Self {
+    pub const fn of<R: Builtin>() -> Self {
         Self {
             name: R::NAME,
             world: <R::World as rekon_contract::WitWorld>::NAME,
@@ -63,25 +63,37 @@ impl Default for Selection {
 impl FromStr for Selection {
     type Err = SelectionError;
 
+    /// Any names parse: controller modules are known only once loaded, so
+    /// [`Selection::check_known`] refuses unknown names then.
     fn from_str(text: &str) -> Result<Self, SelectionError> {
         let entries: Vec<String> = text.split(',').map(|e| e.trim().to_string()).collect();
-        for entry in &entries {
-            let name = entry.strip_prefix('-').unwrap_or(entry);
-            if name.is_empty() {
-                return Err(SelectionError::Empty);
-            }
-            if name != "*" && !names().any(|n| n == name) {
-                return Err(SelectionError::Unknown {
-                    name: name.into(),
-                    known: names().collect::<Vec<_>>().join(", "),
-                });
-            }
+        if entries
+            .iter()
+            .any(|entry| entry.strip_prefix('-').unwrap_or(entry).is_empty())
+        {
+            return Err(SelectionError::Empty);
         }
         Ok(Self(entries))
     }
 }
 
 impl Selection {
+    /// Refuses a name that is neither a built-in controller nor one of
+    /// `modules` (the controller modules loaded), naming the known ones.
+    pub fn check_known<'a>(&self, modules: impl IntoIterator<Item = &'a str>) -> Result<(), SelectionError> {
+        let known: Vec<&str> = names().chain(modules).collect();
+        for entry in &self.0 {
+            let name = entry.strip_prefix('-').unwrap_or(entry);
+            if name != "*" && !known.contains(&name) {
+                return Err(SelectionError::Unknown {
+                    name: name.into(),
+                    known: known.join(", "),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Only the controllers deciding in world `world`.
     pub fn for_world(world: &str) -> Self {
         Self(
@@ -156,9 +168,16 @@ mod tests {
 
     #[test]
     fn unknown_names_are_refused_with_the_known_ones() {
-        let err = "*,-volume-binder".parse::<Selection>().unwrap_err();
+        let err = "*,-volume-binder"
+            .parse::<Selection>()
+            .unwrap()
+            .check_known([])
+            .unwrap_err();
         assert!(matches!(&err, SelectionError::Unknown { name, .. } if name == "volume-binder"));
         assert!(err.to_string().contains("pvc-protection, resource-claim"));
+        let module = "pv-protection".parse::<Selection>().unwrap();
+        assert!(module.check_known([]).is_err());
+        assert_eq!(module.check_known(["pv-protection"]), Ok(()));
         assert_eq!(
             "pvc-protection,,resource-claim".parse::<Selection>(),
             Err(SelectionError::Empty)

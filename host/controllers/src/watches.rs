@@ -13,7 +13,7 @@ use kube::Client;
 use rekon_machinery::queue::{QueueKey, WorkQueue};
 use tokio::task::JoinHandle;
 
-use crate::cache::{Cache, Change, Projection, reflect};
+use crate::cache::{Cache, Change, Projection, reflect, reflect_api};
 use crate::context::Context;
 use crate::projection::Watched;
 
@@ -147,6 +147,39 @@ impl<'a, K: QueueKey> Watches<'a, K> {
                 queue.add(key);
             }
         }));
+        self.gates.push(cache);
+    }
+
+    /// Watches `api` into a cache of this controller's own (`project`ed
+    /// objects, its own indexes): every change enqueues the keys `keys` returns.
+    /// The reflector is the host's (stopped at shutdown, counted by readiness);
+    /// the controller's workers wait until the cache has synced.
+    pub fn reflect<O, P>(
+        &mut self,
+        api: kube::Api<O>,
+        project: impl Fn(&O) -> P + Send + Sync + 'static,
+        cache: Arc<Cache<P>>,
+        keys: impl Fn(&Change<P>) -> Vec<K> + Send + Sync + 'static,
+    ) where
+        O: kube::Resource
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+        P: Projection,
+    {
+        let queue = self.queue.clone();
+        let on_any = self.feeds.on_any.clone();
+        let task = tokio::spawn(reflect_api(api, project, cache.clone(), move |change| {
+            on_any();
+            for key in keys(&change) {
+                queue.add(key);
+            }
+        }));
+        self.feeds.reflectors.lock().unwrap().push(task);
+        self.feeds.gates.lock().unwrap().push(cache.clone());
         self.gates.push(cache);
     }
 

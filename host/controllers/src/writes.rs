@@ -8,7 +8,9 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions as KubePreconditions};
+use kube::api::{
+    DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions as KubePreconditions,
+};
 use kube::{Api, Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -289,6 +291,141 @@ impl Writer {
     }
 }
 
+/// Writes to a resource known only at run time (a controller module's kinds),
+/// with the same preconditions and journal as the typed writes above.
+impl Writer {
+    /// A JSON merge patch of the object (or of its status subresource),
+    /// conditional on `resource_version`.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn merge_patch(
+        &self,
+        key: &str,
+        api: &Api<DynamicObject>,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+        mut patch: Value,
+        status: bool,
+    ) -> Result<DynamicObject, WriteError> {
+        unconditional(resource, namespace, name, resource_version)?;
+        patch["metadata"]["resourceVersion"] = json!(resource_version);
+        let params = PatchParams::default();
+        let result = if status {
+            api.patch_status(name, &params, &Patch::Merge(&patch)).await
+        } else {
+            api.patch(name, &params, &Patch::Merge(&patch)).await
+        };
+        self.finish(
+            WriteCall {
+                key,
+                verb: "patch",
+                resource: resource.to_string(),
+                subresource: status.then_some("status"),
+                namespace,
+                name,
+                preconditions: rv_only(resource_version),
+            },
+            result,
+        )
+    }
+
+    /// Creates `object` (which may use generateName).
+    pub async fn create_object(
+        &self,
+        key: &str,
+        api: &Api<DynamicObject>,
+        resource: &str,
+        namespace: &str,
+        object: &DynamicObject,
+    ) -> Result<DynamicObject, WriteError> {
+        let result = api.create(&PostParams::default(), object).await;
+        let name = object
+            .metadata
+            .name
+            .clone()
+            .or_else(|| object.metadata.generate_name.clone())
+            .unwrap_or_default();
+        self.finish(
+            WriteCall {
+                key,
+                verb: "create",
+                resource: resource.to_string(),
+                subresource: None,
+                namespace,
+                name: &name,
+                preconditions: Preconditions {
+                    uid: None,
+                    resource_version: None,
+                },
+            },
+            result,
+        )
+    }
+
+    /// Deletes with uid + resourceVersion preconditions and an optional
+    /// propagation policy. 404 is success.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn delete_object(
+        &self,
+        key: &str,
+        api: &Api<DynamicObject>,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        resource_version: &str,
+        propagation: Option<kube::api::PropagationPolicy>,
+    ) -> Result<Deleted, WriteError> {
+        unconditional(resource, namespace, name, resource_version)?;
+        let params = DeleteParams {
+            preconditions: Some(KubePreconditions {
+                uid: Some(uid.to_string()),
+                resource_version: Some(resource_version.to_string()),
+            }),
+            propagation_policy: propagation,
+            ..DeleteParams::default()
+        };
+        let result = api.delete(name, &params).await;
+        let outcome = self.finish(
+            WriteCall {
+                key,
+                verb: "delete",
+                resource: resource.to_string(),
+                subresource: None,
+                namespace,
+                name,
+                preconditions: Preconditions {
+                    uid: Some(uid.to_string()),
+                    resource_version: Some(resource_version.to_string()),
+                },
+            },
+            result,
+        );
+        match outcome {
+            Ok(either::Either::Left(obj)) if obj.metadata.deletion_timestamp.is_some() => {
+                Ok(Deleted::Pending)
+            }
+            Ok(_) | Err(WriteError::NotFound { .. }) => Ok(Deleted::Gone),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+fn unconditional(
+    resource: &str,
+    namespace: &str,
+    name: &str,
+    resource_version: &str,
+) -> Result<(), WriteError> {
+    if resource_version.is_empty() {
+        return Err(WriteError::Unconditional {
+            object: format!("{resource} {namespace}/{name}"),
+        });
+    }
+    Ok(())
+}
+
 /// Refuses a write that would carry an empty resourceVersion: the API server
 /// would apply it whatever the object's version is. A claim key chains the
 /// version each write returns into the next one, so this also stops a chain
@@ -298,12 +435,7 @@ fn conditional<K: Resource<DynamicType = ()>>(
     name: &str,
     resource_version: &str,
 ) -> Result<(), WriteError> {
-    if resource_version.is_empty() {
-        return Err(WriteError::Unconditional {
-            object: format!("{} {namespace}/{name}", K::plural(&())),
-        });
-    }
-    Ok(())
+    unconditional(&K::plural(&()), namespace, name, resource_version)
 }
 
 fn rv_only(resource_version: &str) -> Preconditions {

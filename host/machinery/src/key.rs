@@ -24,6 +24,10 @@ impl ObjectKey {
 
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // client-go's MetaNamespaceKeyFunc: a cluster-scoped object's key is its name.
+        if self.namespace.is_empty() {
+            return f.write_str(&self.name);
+        }
         write!(f, "{}/{}", self.namespace, self.name)
     }
 }

@@ -238,7 +238,7 @@ impl GuestsConfig {
         let mut config = BTreeMap::new();
         for (key, value) in entries.unwrap_or_default() {
             let world = World::named(&key).ok_or_else(|| {
-                let known: Vec<String> = World::all().map(|w| format!("`{w}`")).collect();
+                let known: Vec<String> = World::dedicated().map(|w| format!("`{w}`")).collect();
                 invalid(
                     "(top level)".into(),
                     format!(

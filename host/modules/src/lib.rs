@@ -30,6 +30,7 @@ mod canary;
 pub mod config;
 mod controller;
 mod digest;
+pub mod generic;
 mod load;
 mod manager;
 pub mod object;

@@ -140,7 +140,7 @@ impl Modules {
         let engine = Engine::new(options.engine)?;
         let cache =
             PrecompiledCache::new(engine.compatibility_hash(), options.cache_dir.as_deref())?;
-        let controllers = World::all()
+        let controllers = World::dedicated()
             .map(|w| {
                 let observer = options.observer.clone();
                 Arc::new(Controller::new(
@@ -197,6 +197,24 @@ impl Modules {
         self.shared.loader.engine()
     }
 
+    /// The controller modules of the guests directory, loaded and described
+    /// (see [`crate::generic`]), and the refusals of those that could not be.
+    pub fn controller_modules(
+        &self,
+    ) -> (
+        Vec<crate::generic::LoadedController>,
+        Vec<crate::generic::ControllerModuleError>,
+    ) {
+        match self.dir() {
+            Some(dir) => crate::generic::load_dir(
+                &self.shared.loader,
+                self.engine().config().default_limits,
+                dir,
+            ),
+            None => (Vec::new(), Vec::new()),
+        }
+    }
+
     /// The slots of every world, for the host.
     pub fn deciders(&self) -> Deciders {
         let mut deciders = Deciders::new();
@@ -247,7 +265,7 @@ impl Modules {
         let Some(dir) = self.shared.dir.clone() else {
             self.refresh_status();
             return ReloadReport {
-                changes: World::all().map(|w| (w, Change::Unchanged)).collect(),
+                changes: World::dedicated().map(|w| (w, Change::Unchanged)).collect(),
             };
         };
         let config = self.engine().config();

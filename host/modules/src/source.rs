@@ -158,7 +158,7 @@ pub fn read_plan(
         }
         Err(err) => return Err(err),
     };
-    let controllers = World::all()
+    let controllers = World::dedicated()
         .map(|world| {
             let plan = match config.as_ref().and_then(|c| c.controller(world)) {
                 Some(controller) => configured(&root, world, controller, defaults),
@@ -287,7 +287,7 @@ fn read_pinned(root: &Path, world: World, module: &ModuleRef) -> Result<ModuleFi
     Ok(file)
 }
 
-fn read_module(path: &Path) -> Result<ModuleFile, SourceError> {
+pub(crate) fn read_module(path: &Path) -> Result<ModuleFile, SourceError> {
     let bytes = read_regular(path)?;
     Ok(ModuleFile {
         name: path
@@ -352,7 +352,7 @@ mod tests {
 
     fn plan(dir: &Path, world: World) -> Result<ControllerPlan, SourceError> {
         let mut plan = read_plan(dir, Limits::default(), 256 << 20).unwrap();
-        let index = World::all().position(|w| w == world).unwrap();
+        let index = World::dedicated().position(|w| w == world).unwrap();
         plan.controllers.remove(index).1
     }
 

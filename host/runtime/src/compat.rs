@@ -4,6 +4,7 @@
 use std::hash::{Hash, Hasher};
 
 use rekon_contract::bindings::v0_1_0;
+use rekon_contract::controller::v0_3_0;
 use rekon_contract::current::log;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{HasSelf, Linker};
@@ -11,10 +12,24 @@ use wasmtime::component::{HasSelf, Linker};
 use crate::engine::Engine;
 use crate::state::DecisionState;
 
-/// Adds the `log` import of every older supported version (the current one is
-/// linked with WASI): a 0.1.0 guest imports `rekon:reconcile/log@0.1.0`.
+/// Adds the `log` import of every other supported version (0.2.0's is linked
+/// with WASI): a 0.1.0 guest imports `rekon:reconcile/log@0.1.0`, a controller
+/// module `rekon:reconcile/log@0.3.0`.
 pub(crate) fn add_old_imports(linker: &mut Linker<DecisionState>) -> wasmtime::Result<()> {
-    v0_1_0::log::add_to_linker::<DecisionState, HasSelf<DecisionState>>(linker, |state| state)
+    v0_1_0::log::add_to_linker::<DecisionState, HasSelf<DecisionState>>(linker, |state| state)?;
+    v0_3_0::log::add_to_linker::<DecisionState, HasSelf<DecisionState>>(linker, |state| state)
+}
+
+/// The controller world's `log` (0.3.0) is the same call as 0.2.0's.
+impl v0_3_0::log::Host for DecisionState {
+    fn log(&mut self, level: v0_3_0::log::Level, message: String) {
+        let level = match level {
+            v0_3_0::log::Level::Debug => log::Level::Debug,
+            v0_3_0::log::Level::Info => log::Level::Info,
+            v0_3_0::log::Level::Warn => log::Level::Warn,
+        };
+        log::Host::log(self, level, message);
+    }
 }
 
 impl v0_1_0::log::Host for DecisionState {

@@ -4,7 +4,7 @@
 //! is dropped with it and the engine keeps serving.
 
 use rekon_contract::{
-    BindWorld, CallError, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
+    BindWorld, CallError, ControllerDecision, ControllerInput, ControllerWorld, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
     ResourceClaimWorld, model,
 };
 use wasmtime::Trap;
@@ -42,6 +42,27 @@ impl GuestPre {
             ResourceClaimDecision::Claim(_) => {
                 unreachable!("decide-pod answers with a pod decision")
             }
+        }
+    }
+
+    /// `controller.describe`: what a controller module is.
+    pub fn describe_controller(
+        &self,
+    ) -> Result<rekon_contract::controller::Description, RuntimeError> {
+        match self.decide::<ControllerWorld>(ControllerInput::Describe)? {
+            ControllerDecision::Describe(description) => Ok(description),
+            ControllerDecision::Decide(_) => unreachable!("describe answers with a description"),
+        }
+    }
+
+    /// `controller.decide`.
+    pub fn decide_controller(
+        &self,
+        input: rekon_contract::controller::Input,
+    ) -> Result<rekon_contract::controller::Decision, RuntimeError> {
+        match self.decide::<ControllerWorld>(ControllerInput::Decide(input))? {
+            ControllerDecision::Decide(decision) => Ok(decision),
+            ControllerDecision::Describe(_) => unreachable!("decide answers with a decision"),
         }
     }
 

@@ -21,6 +21,7 @@ struct WorldInfo {
     name: &'static str,
     interface: &'static str,
     functions: &'static [&'static str],
+    generic: bool,
     versions: &'static [&'static ContractVersion],
     bind: fn(&str, InstancePre<DecisionState>) -> Option<wasmtime::Result<Bound>>,
     decide_json: fn(&GuestPre, &str, Value) -> Result<Value, JsonDecisionError>,
@@ -33,6 +34,7 @@ impl WorldInfo {
             name: W::NAME,
             interface: W::EXPORT,
             functions: W::FUNCTIONS,
+            generic: W::GENERIC,
             versions: W::VERSIONS,
             bind: Bound::new::<W>,
             decide_json: decide_json::<W>,
@@ -75,6 +77,17 @@ impl World {
     /// Every world, in the contract's order.
     pub fn all() -> impl Iterator<Item = World> {
         WORLDS.iter().map(World)
+    }
+
+    /// The worlds of the built-in controllers: one module each (all but the
+    /// generic `controller` world, whose every module is a controller).
+    pub fn dedicated() -> impl Iterator<Item = World> {
+        World::all().filter(|w| !w.is_generic())
+    }
+
+    /// Whether each module of this world is a controller of its own.
+    pub fn is_generic(self) -> bool {
+        self.0.generic
     }
 
     /// The world called `name` (`pvc-protection`).
@@ -213,7 +226,7 @@ mod tests {
                 }
             }
         }
-        let v = &SUPPORTED_VERSIONS[0];
+        let v = ContractVersion::find("0.2.0").unwrap();
         assert_eq!(
             World::of::<PvcProtectionWorld>().export(v).as_deref(),
             Some("rekon:reconcile/pvc-decider@0.2.0")

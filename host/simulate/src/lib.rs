@@ -11,6 +11,7 @@ use std::time::Duration;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rekon_apiserver::{ApiServer, FaultConfig, KubeletMode, ServerConfig};
+use rekon_controllers::generic::ControllerModule;
 use rekon_controllers::host::{Host, HostConfig, NotConverged};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::observe::NoObserver;
@@ -47,6 +48,8 @@ pub struct ClusterOptions {
     pub faults: Option<FaultConfig>,
     /// Which controllers run (`--controllers`).
     pub controllers: Selection,
+    /// Controller modules that run beside the built-in controllers.
+    pub modules: Vec<ControllerModule>,
 }
 
 impl Default for ClusterOptions {
@@ -58,6 +61,7 @@ impl Default for ClusterOptions {
             pvc_protection_admission: true,
             faults: None,
             controllers: Selection::default(),
+            modules: Vec::new(),
         }
     }
 }
@@ -172,6 +176,7 @@ pub async fn simulate(
         cluster.client.clone(),
         HostConfig {
             controllers: options.controllers.clone(),
+            modules: options.modules.clone(),
             ..host_config(&deciders, journal.clone())
         },
     );

@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use kube::Client;
 use kube::config::KubeConfigOptions;
 use rekon_apiserver::KubeletMode;
+use rekon_controllers::generic::ControllerModule;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::registry::{self, Selection};
@@ -99,6 +100,26 @@ fn default_metrics_addr(embedded: bool) -> std::net::SocketAddr {
     (ip, 8080).into()
 }
 
+/// The controller modules of the guests directory (every `*.wasm` exporting
+/// the generic `controller` world). A module that cannot be served is logged
+/// with its file and reason; the others run. `--controllers` may name them.
+fn load_controller_modules(
+    modules: &rekon_modules::Modules,
+    selection: &Selection,
+) -> anyhow::Result<Vec<ControllerModule>> {
+    let (loaded, refused) = modules.controller_modules();
+    for refusal in &refused {
+        tracing::error!(error = %refusal, "controller module refused");
+    }
+    for module in &loaded {
+        tracing::info!(controller = module.module.name(), file = %module.path.display(),
+            primary = %module.module.checked.description.primary, "controller module loaded");
+    }
+    let loaded: Vec<ControllerModule> = loaded.into_iter().map(|l| l.module).collect();
+    selection.check_known(loaded.iter().map(ControllerModule::name))?;
+    Ok(loaded)
+}
+
 fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(value)
         .with_context(|| format!("--{flag}: {value} is not a duration in seconds"))
@@ -160,6 +181,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::decision_modules::serve(modules, client.clone(), &args.objects, health.clone())
         })
         .transpose()?;
+    let controller_modules = load_controller_modules(&modules, &args.controllers)?;
     health.set_guests_loaded(true);
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::to_sink(Box::new(
@@ -174,6 +196,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for controller in registry::names() {
         metrics.register_controller(controller);
     }
+    for module in &controller_modules {
+        metrics.register_controller(module.name());
+    }
     let start_host = {
         let (client, metrics) = (client.clone(), metrics.clone());
         move || {
@@ -183,6 +208,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     workers: args.workers,
                     controllers: args.controllers.clone(),
                     discovery_interval: Duration::from_secs(args.discovery_seconds.max(1)),
+                    modules: controller_modules.clone(),
                     ..HostConfig::new(deciders.clone(), journal.clone(), metrics.clone())
                 },
             )

@@ -24,7 +24,7 @@ use crate::context::{Context, reference};
 use crate::decider::Slot;
 use crate::projection::{CachedPod, CachedPvc};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
-use crate::reconciler::Reconciler;
+use crate::reconciler::{Builtin, Reconciler};
 use crate::watches::Watches;
 use crate::writes::Writer;
 use validate::{build_pvc, claim_name};
@@ -49,13 +49,6 @@ impl Reconciler for EphemeralVolumeController {
     type World = EphemeralVolumeWorld;
     type Key = ObjectKey;
 
-    fn new(ctx: Arc<Context>, decider: Arc<Slot<EphemeralVolumeWorld>>) -> Self {
-        Self {
-            ctx,
-            decider,
-            created: Mutex::new(MutationCache::new()),
-        }
-    }
 
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
         watches.on::<CachedPod>(keys::keys_for_pod);
@@ -108,6 +101,16 @@ impl Reconciler for EphemeralVolumeController {
             self.warn(&pod, "", &write.to_string()).await;
         }
         err.requeue()
+    }
+}
+
+impl Builtin for EphemeralVolumeController {
+    fn new(ctx: Arc<Context>, decider: Arc<Slot<EphemeralVolumeWorld>>) -> Self {
+        Self {
+            ctx,
+            decider,
+            created: Mutex::new(MutationCache::new()),
+        }
     }
 }
 

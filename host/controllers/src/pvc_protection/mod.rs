@@ -23,7 +23,7 @@ use crate::decider::{Decider, Slot};
 use crate::journal::Entry;
 use crate::projection::{CachedPod, CachedPvc, PODS_BY_PVC};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
-use crate::reconciler::Reconciler;
+use crate::reconciler::{Builtin, Reconciler};
 use crate::watches::Watches;
 use crate::writes::{WriteError, Writer};
 use live::PodsByPvc;
@@ -44,13 +44,6 @@ impl Reconciler for PvcProtection {
     type World = PvcProtectionWorld;
     type Key = ObjectKey;
 
-    fn new(ctx: Arc<Context>, decider: Arc<Slot<PvcProtectionWorld>>) -> Self {
-        Self {
-            ctx,
-            decider,
-            live: LivePodLists::default(),
-        }
-    }
 
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
         watches.on::<CachedPvc>(Self::keys_for_pvc);
@@ -74,6 +67,16 @@ impl Reconciler for PvcProtection {
             self.report_failure(key, err.to_string()).await;
         }
         err.requeue()
+    }
+}
+
+impl Builtin for PvcProtection {
+    fn new(ctx: Arc<Context>, decider: Arc<Slot<PvcProtectionWorld>>) -> Self {
+        Self {
+            ctx,
+            decider,
+            live: LivePodLists::default(),
+        }
     }
 }
 

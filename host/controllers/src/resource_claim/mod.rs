@@ -33,7 +33,7 @@ use crate::decider::{Decider, Slot};
 use crate::journal::{Entry, Journal};
 use crate::projection::{CLAIMS_BY_OWNER_UID, CachedPod};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
-use crate::reconciler::Reconciler;
+use crate::reconciler::{Builtin, Reconciler};
 use crate::watches::Watches;
 use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
 
@@ -62,17 +62,6 @@ impl Reconciler for ResourceClaimController {
     type World = ResourceClaimWorld;
     type Key = ClaimControllerKey;
 
-    fn new(ctx: Arc<Context>, decider: Arc<Slot<ResourceClaimWorld>>) -> Self {
-        Self {
-            ctx,
-            decider,
-            created_claims: Mutex::new(MutationCache::new()),
-            expectations: ExpectationsStore::new(),
-            uncertain: Mutex::default(),
-            deleted_pods: Mutex::new(DeletedPods::new(500)),
-            metrics: ClaimMetrics::default(),
-        }
-    }
 
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ClaimControllerKey>) {
         let this = self.clone();
@@ -106,6 +95,20 @@ impl Reconciler for ResourceClaimController {
                 .await;
         }
         err.requeue()
+    }
+}
+
+impl Builtin for ResourceClaimController {
+    fn new(ctx: Arc<Context>, decider: Arc<Slot<ResourceClaimWorld>>) -> Self {
+        Self {
+            ctx,
+            decider,
+            created_claims: Mutex::new(MutationCache::new()),
+            expectations: ExpectationsStore::new(),
+            uncertain: Mutex::default(),
+            deleted_pods: Mutex::new(DeletedPods::new(500)),
+            metrics: ClaimMetrics::default(),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use crate::source::{ControllerPlan, ModuleFile, PlannedModules};
 /// The world an object names, or why it names none.
 pub fn world_of(spec: &DecisionModuleSpec) -> Result<World, Refusal> {
     World::named(&spec.world).ok_or_else(|| {
-        let known: Vec<String> = World::all().map(|w| w.name().to_string()).collect();
+        let known: Vec<String> = World::dedicated().map(|w| w.name().to_string()).collect();
         Refusal::new(
             RefusalReason::WrongWorld,
             format!(

@@ -1,0 +1,84 @@
+//! The live reads a decision asks for (`decision::read`): only kinds the module
+//! declared, only in the primary's namespace, projected with the declared fields.
+
+use kube::api::ListParams;
+use rekon_contract::controller::{ReadRequest, ReadResult};
+
+use super::{Cached, Generic};
+use crate::budget::cut;
+use crate::journal::Entry;
+use crate::reconcile::ReconcileError;
+
+impl Generic {
+    pub(super) async fn read(
+        &self,
+        key: &str,
+        primary: &Cached,
+        requests: &[ReadRequest],
+    ) -> Result<Vec<ReadResult>, ReconcileError> {
+        let namespace = primary.key.namespace.as_str();
+        let mut results = Vec::with_capacity(requests.len());
+        for request in requests {
+            let kind = request.kind();
+            let Some(projection) = self.checked.read(kind) else {
+                return Err(ReconcileError::Rejected(format!(
+                    "{key}: read {kind}: not declared in the module's scope"
+                )));
+            };
+            let resolved = self.resolved(kind);
+            let api = self.api(kind, namespace);
+            let resource = resolved.resource.plural.as_str();
+            let objects = match request {
+                ReadRequest::List(list) => {
+                    let params = ListParams {
+                        label_selector: Some(list.label_selector.clone()).filter(|s| !s.is_empty()),
+                        field_selector: Some(list.field_selector.clone()).filter(|s| !s.is_empty()),
+                        ..ListParams::default()
+                    };
+                    let result = api.list(&params).await;
+                    self.ctx.journal.record(Entry::read(
+                        self.name, key, "list", resource, namespace, "", &result,
+                    ));
+                    let mut items = result
+                        .map_err(|source| ReconcileError::Read {
+                            what: format!("live list of {resource} in {namespace:?}"),
+                            source,
+                        })?
+                        .items;
+                    items.sort_by(|a, b| {
+                        (&a.metadata.namespace, &a.metadata.name)
+                            .cmp(&(&b.metadata.namespace, &b.metadata.name))
+                    });
+                    items
+                }
+                ReadRequest::Get(get) => {
+                    if resolved.namespaced && namespace.is_empty() {
+                        return Err(ReconcileError::Rejected(format!(
+                            "{key}: read {kind} {:?}: a cluster-scoped primary can only list a namespaced kind",
+                            cut(&get.name, 256)
+                        )));
+                    }
+                    let result = api.get_opt(&get.name).await;
+                    self.ctx.journal.record(Entry::read(
+                        self.name, key, "get", resource, namespace, &get.name, &result,
+                    ));
+                    result
+                        .map_err(|source| ReconcileError::Read {
+                            what: format!("live get of {resource} {namespace}/{}", cut(&get.name, 256)),
+                            source,
+                        })?
+                        .into_iter()
+                        .collect()
+                }
+            };
+            results.push(ReadResult {
+                request: request.clone(),
+                objects: objects
+                    .iter()
+                    .map(|o| projection.project(&super::to_value(o)).to_string())
+                    .collect(),
+            });
+        }
+        Ok(results)
+    }
+}

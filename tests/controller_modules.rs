@@ -1,0 +1,151 @@
+//! End-to-end: controllers written only as modules of the generic `controller`
+//! world, run by the host's one generic controller against the embedded API
+//! server. No host file names any of them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rekon_contract::ControllerWorld;
+use rekon_contract::controller::{Action, Decision, Description, Kind, Scope};
+use rekon_controllers::decider::{DecideError, Decider, GuestInfo};
+use rekon_controllers::generic::ControllerModule;
+use rekon_controllers::journal::Journal;
+use rekon_simulate::{ClusterOptions, Deciders, Report, Settle, simulate};
+use rekon_tests::sim::*;
+use serde_json::{Value, json};
+
+const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
+
+fn pv(name: &str, phase: &str, deleting: bool, finalizers: &[&str]) -> Value {
+    let mut pv = json!({
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": { "name": name, "finalizers": finalizers },
+        "spec": { "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
+                  "hostPath": { "path": format!("/data/{name}") } },
+        "status": { "phase": phase }
+    });
+    if deleting {
+        pv["metadata"]["deletionTimestamp"] = json!(DELETED_AT);
+    }
+    pv
+}
+
+async fn run_modules(state: Vec<Value>, modules: Vec<ControllerModule>, settle: Settle) -> Report {
+    let options = ClusterOptions {
+        controllers: modules
+            .iter()
+            .map(ControllerModule::name)
+            .collect::<Vec<_>>()
+            .join(",")
+            .parse()
+            .unwrap(),
+        modules,
+        ..ClusterOptions::default()
+    };
+    simulate(state, vec![], options, settle, Deciders::new(), Arc::new(Journal::new()))
+        .await
+        .expect("simulation runs")
+}
+
+fn pv_writes(report: &Report) -> Vec<(String, String, u16)> {
+    writes(&report.journal)
+        .into_iter()
+        .filter(|(_, resource, ..)| resource == "persistentvolumes")
+        .map(|(verb, _, _, name, code)| (verb, name, code))
+        .collect()
+}
+
+fn find_pv<'a>(report: &'a Report, name: &str) -> Option<&'a Value> {
+    find(&report.objects, "PersistentVolume", "", name)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pv_protection_protects_every_pv_and_releases_only_a_deleting_unbound_one() {
+    let state = vec![
+        pv("new", "Available", false, &[]),
+        pv("bound", "Bound", true, &[PV_FINALIZER]),
+        pv("released", "Released", true, &[PV_FINALIZER]),
+    ];
+    let report = run_modules(state, vec![controller_module("rekon_guest_pv_protection")], quick()).await;
+    report.converged.as_ref().expect("converged");
+    assert_eq!(finalizers(find_pv(&report, "new").expect("new PV")), [PV_FINALIZER]);
+    assert_eq!(
+        finalizers(find_pv(&report, "bound").expect("a bound PV stays")),
+        [PV_FINALIZER]
+    );
+    assert!(find_pv(&report, "released").is_none(), "released PV deleted once its finalizer went");
+    let mut writes = pv_writes(&report);
+    writes.sort();
+    assert_eq!(
+        writes,
+        [("patch".into(), "new".into(), 200), ("patch".into(), "released".into(), 200)],
+        "one conditional write per unit of work"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_steady_state_writes_nothing() {
+    let state = vec![
+        pv("a", "Available", false, &[PV_FINALIZER]),
+        pv("b", "Bound", false, &[PV_FINALIZER]),
+        pv("c", "Bound", true, &[PV_FINALIZER]),
+    ];
+    let report = run_modules(state, vec![controller_module("rekon_guest_pv_protection")], quick()).await;
+    report.converged.as_ref().expect("converged");
+    assert!(pv_writes(&report).is_empty(), "{:?}", pv_writes(&report));
+    let decided = report
+        .journal
+        .entries()
+        .iter()
+        .filter(|e| matches!(e, rekon_controllers::journal::Entry::Decision { controller, .. } if controller == "pv-protection"))
+        .count();
+    assert!(decided >= 3, "every PV was decided ({decided})");
+}
+
+/// A module whose decision writes outside its declared scope.
+struct Overreaching;
+
+impl Decider<ControllerWorld> for Overreaching {
+    fn info(&self) -> GuestInfo {
+        GuestInfo {
+            name: "overreaching".into(),
+            digest: "native".into(),
+        }
+    }
+
+    fn decide(
+        &self,
+        _key: &str,
+        input: rekon_contract::ControllerInput,
+    ) -> Result<rekon_contract::ControllerDecision, DecideError> {
+        let rekon_contract::ControllerInput::Decide(_) = input else {
+            panic!("the host describes modules before it runs them")
+        };
+        Ok(rekon_contract::ControllerDecision::Decide(Decision::Actions(vec![
+            Action::AddFinalizer("example.com/not-declared".into()),
+        ])))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_action_outside_the_declared_scope_is_refused_and_nothing_is_written() {
+    let description = Description {
+        name: "overreaching".into(),
+        primary: Kind::new("", "v1", "PersistentVolume"),
+        scope: Scope {
+            finalizers: vec![PV_FINALIZER.into()],
+            ..Scope::default()
+        },
+        ..Description::default()
+    };
+    let module = ControllerModule::new(description, Arc::new(Overreaching)).unwrap();
+    let settle = Settle {
+        timeout: Duration::from_secs(3),
+        ..quick()
+    };
+    let report = run_modules(vec![pv("a", "Available", false, &[])], vec![module], settle).await;
+    let pending = report.converged.expect_err("a refused decision is retried, never applied");
+    assert!(pending.keys.iter().any(|k| k.contains("overreaching a")), "{pending}");
+    assert!(pv_writes(&report).is_empty(), "nothing written: {:?}", pv_writes(&report));
+    assert!(finalizers(find_pv(&report, "a").unwrap()).is_empty());
+}
