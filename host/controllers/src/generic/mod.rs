@@ -7,6 +7,7 @@
 //! - [`paths`]: field paths and the projection of objects.
 //! - [`relate`]: a watch's mapping, both ways (events → keys, primary → objects).
 //! - [`validate`]: a decision's actions against the scope → the [`validate::Plan`].
+//! - [`rbac`]: the ClusterRole a module's scope needs (`rekon rbac`).
 //! - `reads`: the live reads a decision asks for; `apply`: the plan's writes.
 //!
 //! No file of the host names a module's controller: a new controller is a
@@ -16,6 +17,7 @@ mod apply;
 pub mod describe;
 mod object;
 pub mod paths;
+pub mod rbac;
 mod reads;
 pub mod relate;
 pub mod validate;
