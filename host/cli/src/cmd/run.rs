@@ -157,7 +157,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     .await?;
     let _objects = objects
         .then(|| {
-            crate::decision_modules::serve(modules, client.clone(), &args.objects, health.clone())
+            let cache_dir = args.modules.cache.dir()?;
+            crate::decision_modules::serve(
+                modules,
+                client.clone(),
+                &args.objects,
+                cache_dir.as_deref(),
+                health.clone(),
+            )
         })
         .transpose()?;
     health.set_guests_loaded(true);
