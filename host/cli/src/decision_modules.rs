@@ -36,7 +36,11 @@ pub struct ObjectArgs {
     #[arg(long, requires = "verification_keys")]
     pub require_signature: bool,
     /// A cosign public key (ECDSA P-256 PEM) held by the host; repeatable.
-    #[arg(long = "verification-key", value_name = "FILE", requires = "require_signature")]
+    #[arg(
+        long = "verification-key",
+        value_name = "FILE",
+        requires = "require_signature"
+    )]
     pub verification_keys: Vec<PathBuf>,
     /// The largest module accepted, in MiB.
     #[arg(long, default_value_t = 64)]

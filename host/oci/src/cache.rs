@@ -160,7 +160,8 @@ impl Cache {
     }
 }
 
-fn hex_of(digest: &str) -> &str {
+/// The hex digits of `sha256:<hex>`.
+pub(crate) fn hex_of(digest: &str) -> &str {
     digest.strip_prefix("sha256:").unwrap_or(digest)
 }
 
@@ -202,7 +203,10 @@ mod tests {
         let a = put(&cache, &[1; 1000]);
         let b = put(&cache, &[2; 1000]);
         let c = put(&cache, &[3; 1000]);
-        assert!(cache.blob(&a).is_some(), "a is used again: b is now the oldest");
+        assert!(
+            cache.blob(&a).is_some(),
+            "a is used again: b is now the oldest"
+        );
         std::thread::sleep(std::time::Duration::from_millis(15));
         let d = put(&cache, &[4; 1000]);
         assert!(cache.blob(&b).is_none(), "b was least recently used");
@@ -225,7 +229,10 @@ mod tests {
         let digest = put(&cache, b"module bytes");
         std::fs::write(cache.blob_path(&digest), b"other bytes").unwrap();
         assert!(cache.blob(&digest).is_none());
-        assert!(!cache.blob_path(&digest).exists(), "the corrupt blob is removed");
+        assert!(
+            !cache.blob_path(&digest).exists(),
+            "the corrupt blob is removed"
+        );
 
         let key = "sha256:key";
         cache.put_verified(&digest, key).unwrap();

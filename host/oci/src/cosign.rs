@@ -327,7 +327,11 @@ async fn sign_with(
 
     let mut layers: Vec<OciDescriptor> = match client
         .session
-        .manifest(module, sig_ref.tag().unwrap_or_default(), "signature manifest")
+        .manifest(
+            module,
+            sig_ref.tag().unwrap_or_default(),
+            "signature manifest",
+        )
         .await
     {
         Ok(bytes) => parse_manifest(&bytes).map(|m| m.layers).unwrap_or_default(),

@@ -149,7 +149,8 @@ mod tests {
             .admit(&module("evil.example.com/registry.example.com:v1"), false)
             .unwrap_err();
         assert!(
-            err.to_string().contains("registry evil.example.com is not one this host allows"),
+            err.to_string()
+                .contains("registry evil.example.com is not one this host allows"),
             "{err}"
         );
     }

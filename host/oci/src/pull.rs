@@ -1,5 +1,7 @@
-//! Pulling a module: resolve the reference, check size, layout and digests,
-//! verify the signature when asked, and keep the bytes in the digest-keyed cache.
+//! Pulling a module: check it against the host's policy, resolve the
+//! reference, check size, layout and digests, verify the signatures asked for
+//! (the request's key, the host's keys), and keep the bytes in the digest-keyed
+//! cache.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use p256::ecdsa::VerifyingKey;
 
 use crate::auth::RegistryAuth;
-use crate::cache::{Cache, DEFAULT_CACHE_MAX_BYTES};
+use crate::cache::{Cache, DEFAULT_CACHE_MAX_BYTES, hex_of};
 use crate::cosign;
 use crate::error::OciError;
 use crate::layout::{parse_manifest, sha256_digest, wasm_layer};
@@ -204,7 +206,8 @@ impl Puller {
         if pinned_wasm.is_some_and(|pin| pin != layer.digest) {
             return None;
         }
-        let verified = |key: &VerifyingKey| cache.verified(&manifest_digest, &cosign::fingerprint(key));
+        let verified =
+            |key: &VerifyingKey| cache.verified(&manifest_digest, &cosign::fingerprint(key));
         if key.is_some_and(|key| !verified(key)) {
             return None;
         }
@@ -278,7 +281,8 @@ impl Puller {
         }
         let mut verified_by = Vec::new();
         if let Some(key) = key {
-            cosign::verify_with(client, module, &manifest_digest, std::slice::from_ref(key)).await?;
+            cosign::verify_with(client, module, &manifest_digest, std::slice::from_ref(key))
+                .await?;
             verified_by.push(key);
         }
         let host_keys = self.inner.policy.keys();
@@ -355,8 +359,4 @@ fn parse_sha256(module: &ModuleRef, text: &str) -> Result<String, OciError> {
             reason: format!("sha256 `{text}` is not 64 hex digits (optionally prefixed `sha256:`)"),
         })
     }
-}
-
-fn hex_of(digest: &str) -> &str {
-    digest.strip_prefix("sha256:").unwrap_or(digest)
 }

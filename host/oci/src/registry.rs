@@ -29,6 +29,8 @@ const MAX_TOKEN_BYTES: u64 = 256 * 1024;
 const MAX_ERROR_BYTES: u64 = 4 * 1024;
 /// How much registry text an error message carries.
 pub const MAX_REGISTRY_TEXT: usize = 256;
+/// How much of a connection or TLS error (rekon's own text, with a URL) a message carries.
+const MAX_TRANSFER_TEXT: usize = 1024;
 
 /// One repository of one registry, over one scheme, with one set of credentials.
 pub(crate) struct Session {
@@ -100,7 +102,9 @@ impl Session {
         limit: u64,
     ) -> Result<Vec<u8>, OciError> {
         let mut response = self.send(module, url, accept, what).await?;
-        if response.status() == StatusCode::UNAUTHORIZED && self.answer_challenge(module, &response, what).await? {
+        if response.status() == StatusCode::UNAUTHORIZED
+            && self.answer_challenge(module, &response, what).await?
+        {
             response = self.send(module, url, accept, what).await?;
         }
         let status = response.status();
@@ -150,17 +154,27 @@ impl Session {
             .headers()
             .get(WWW_AUTHENTICATE)
             .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| credentials("refused (401) without a WWW-Authenticate challenge".into()))?;
+            .ok_or_else(|| {
+                credentials("refused (401) without a WWW-Authenticate challenge".into())
+            })?;
         let value = match Challenge::parse(header) {
             Some(Challenge::Bearer { realm, service }) => {
-                format!("Bearer {}", self.token(module, &realm, service.as_deref(), what).await?)
+                format!(
+                    "Bearer {}",
+                    self.token(module, &realm, service.as_deref(), what).await?
+                )
             }
             Some(Challenge::Basic) => match &self.auth {
                 RegistryAuth::Basic { username, password } => format!(
                     "Basic {}",
-                    base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"))
+                    base64::engine::general_purpose::STANDARD
+                        .encode(format!("{username}:{password}"))
                 ),
-                _ => return Err(credentials("the registry asks for basic credentials and none were given".into())),
+                _ => {
+                    return Err(credentials(
+                        "the registry asks for basic credentials and none were given".into(),
+                    ));
+                }
             },
             None => {
                 return Err(credentials(format!(
@@ -243,8 +257,8 @@ impl Session {
 
     /// The body of `response`, refused as soon as it passes `limit` (by its
     /// `Content-Length` before reading, else while reading).
-        async fn read_capped(
-            &self,
+    async fn read_capped(
+        &self,
         module: &ModuleRef,
         mut response: reqwest::Response,
         what: &str,
@@ -263,9 +277,10 @@ impl Session {
         }
         let mut bytes = Vec::new();
         loop {
-            let chunk = response.chunk().await.map_err(|err| {
-    transfer_error(module, what, &err, self.timeout)
-            })?;
+            let chunk = response
+                .chunk()
+                .await
+                .map_err(|err| transfer_error(module, what, &err, self.timeout))?;
             let Some(chunk) = chunk else {
                 return Ok(bytes);
             };
@@ -291,7 +306,12 @@ async fn error_text(response: &mut reqwest::Response) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-fn transfer_error(module: &ModuleRef, what: &str, err: &reqwest::Error, timeout: Duration) -> OciError {
+fn transfer_error(
+    module: &ModuleRef,
+    what: &str,
+    err: &reqwest::Error,
+    timeout: Duration,
+) -> OciError {
     if err.is_timeout() {
         return OciError::Timeout {
             reference: module.to_string(),
@@ -302,14 +322,17 @@ fn transfer_error(module: &ModuleRef, what: &str, err: &reqwest::Error, timeout:
     OciError::Unreachable {
         reference: module.to_string(),
         registry: module.registry().to_string(),
-        cause: format!("{what}: {}", cut(&error_chain(err))),
+        cause: format!("{what}: {}", cut_to(&error_chain(err), MAX_TRANSFER_TEXT)),
     }
 }
 
 /// A registry's challenge, as far as a pull needs it.
 #[derive(Debug, PartialEq, Eq)]
 enum Challenge {
-    Bearer { realm: String, service: Option<String> },
+    Bearer {
+        realm: String,
+        service: Option<String>,
+    },
     Basic,
 }
 
@@ -343,7 +366,11 @@ impl Challenge {
 /// `text` cut to [`MAX_REGISTRY_TEXT`] bytes (on a character boundary), with
 /// control characters replaced, so a registry cannot flood a status or a log line.
 pub(crate) fn cut(text: &str) -> String {
-    let mut end = text.len().min(MAX_REGISTRY_TEXT);
+    cut_to(text, MAX_REGISTRY_TEXT)
+}
+
+fn cut_to(text: &str, limit: usize) -> String {
+    let mut end = text.len().min(limit);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
@@ -364,13 +391,18 @@ mod tests {
     #[test]
     fn bearer_and_basic_challenges_are_read() {
         assert_eq!(
-            Challenge::parse(r#"Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a:pull""#),
+            Challenge::parse(
+                r#"Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a:pull""#
+            ),
             Some(Challenge::Bearer {
                 realm: "https://auth.example.com/token".into(),
                 service: Some("registry.example.com".into()),
             })
         );
-        assert_eq!(Challenge::parse(r#"Basic realm="rekon-test""#), Some(Challenge::Basic));
+        assert_eq!(
+            Challenge::parse(r#"Basic realm="rekon-test""#),
+            Some(Challenge::Basic)
+        );
         assert_eq!(Challenge::parse("Negotiate"), None);
     }
 

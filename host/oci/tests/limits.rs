@@ -217,6 +217,10 @@ async fn refused_fast(fake: &Fake, puller: &Puller, request: PullRequest) -> Oci
     let elapsed = started.elapsed();
     let grown = rss_bytes().saturating_sub(rss);
     let read = fake.sent.load(Ordering::SeqCst) - sent;
+    eprintln!(
+        "{}: refused in {elapsed:?}, RSS grew by {grown} bytes, the fake sent {read} bytes",
+        err.reason()
+    );
     assert!(elapsed < Duration::from_secs(5), "{err} after {elapsed:?}");
     assert!(grown < 48 << 20, "RSS grew by {grown} bytes: {err}");
     // What the fake sent before rekon hung up: the cap plus socket buffers.
@@ -251,9 +255,13 @@ async fn endless_manifests_signatures_and_error_bodies_are_cut_at_their_caps() {
     let puller = puller(&cache, HostPolicy::default());
 
     // 1. The manifest never ends.
-    let endless_manifest = Fake::start([127, 0, 0, 1].into(), serving(&module, |path: &str, _: &str| {
-        path.contains("/manifests/").then_some(Answer::Endless(200, OCI_MANIFEST))
-    }))
+    let endless_manifest = Fake::start(
+        [127, 0, 0, 1].into(),
+        serving(&module, |path: &str, _: &str| {
+            path.contains("/manifests/")
+                .then_some(Answer::Endless(200, OCI_MANIFEST))
+        }),
+    )
     .await;
     let request = PullRequest::new(endless_manifest.image(&module.manifest_digest));
     let err = refused_fast(&endless_manifest, &puller, request).await;
@@ -264,9 +272,12 @@ async fn endless_manifests_signatures_and_error_bodies_are_cut_at_their_caps() {
 
     // 2. The signature manifest never ends.
     let tag = sig_tag.clone();
-    let endless_signature_manifest = Fake::start([127, 0, 0, 1].into(), serving(&module, move |path: &str, _: &str| {
-        (path == tag).then_some(Answer::Endless(200, OCI_MANIFEST))
-    }))
+    let endless_signature_manifest = Fake::start(
+        [127, 0, 0, 1].into(),
+        serving(&module, move |path: &str, _: &str| {
+            (path == tag).then_some(Answer::Endless(200, OCI_MANIFEST))
+        }),
+    )
     .await;
     let request = PullRequest {
         verify: verify.clone(),
@@ -279,14 +290,20 @@ async fn endless_manifests_signatures_and_error_bodies_are_cut_at_their_caps() {
     );
 
     // 3. The signature payload never ends (its manifest says 200 bytes).
-    let (tag, payload_path) = (sig_tag.clone(), format!("/v2/team/m/blobs/{payload_digest}"));
-    let endless_payload = Fake::start([127, 0, 0, 1].into(), serving(&module, move |path: &str, _: &str| {
-        if path == tag {
-            Some(Answer::Body(200, OCI_MANIFEST, sig_manifest.clone()))
-        } else {
-            (path == payload_path).then_some(Answer::Endless(200, "application/octet-stream"))
-        }
-    }))
+    let (tag, payload_path) = (
+        sig_tag.clone(),
+        format!("/v2/team/m/blobs/{payload_digest}"),
+    );
+    let endless_payload = Fake::start(
+        [127, 0, 0, 1].into(),
+        serving(&module, move |path: &str, _: &str| {
+            if path == tag {
+                Some(Answer::Body(200, OCI_MANIFEST, sig_manifest.clone()))
+            } else {
+                (path == payload_path).then_some(Answer::Endless(200, "application/octet-stream"))
+            }
+        }),
+    )
     .await;
     let request = PullRequest {
         verify: verify.clone(),
@@ -299,9 +316,13 @@ async fn endless_manifests_signatures_and_error_bodies_are_cut_at_their_caps() {
     );
 
     // 4. An error whose body never ends: refused, and its text cut.
-    let endless_error = Fake::start([127, 0, 0, 1].into(), serving(&module, |path: &str, _: &str| {
-        path.contains("/manifests/").then_some(Answer::Endless(500, "text/plain"))
-    }))
+    let endless_error = Fake::start(
+        [127, 0, 0, 1].into(),
+        serving(&module, |path: &str, _: &str| {
+            path.contains("/manifests/")
+                .then_some(Answer::Endless(500, "text/plain"))
+        }),
+    )
     .await;
     let request = PullRequest::new(endless_error.image(&module.manifest_digest));
     let err = refused_fast(&endless_error, &puller, request).await;
@@ -317,10 +338,13 @@ async fn endless_manifests_signatures_and_error_bodies_are_cut_at_their_caps() {
 async fn a_long_error_body_reaches_the_message_cut() {
     let module = module();
     let noise = format!("{}\n\u{1b}[2J", "denied ".repeat(500));
-    let fake = Fake::start([127, 0, 0, 1].into(), serving(&module, move |path: &str, _: &str| {
-        path.contains("/manifests/")
-            .then(|| Answer::Body(403, "text/plain", noise.clone().into_bytes()))
-    }))
+    let fake = Fake::start(
+        [127, 0, 0, 1].into(),
+        serving(&module, move |path: &str, _: &str| {
+            path.contains("/manifests/")
+                .then(|| Answer::Body(403, "text/plain", noise.clone().into_bytes()))
+        }),
+    )
     .await;
     let cache = tempfile::tempdir().unwrap();
     let err = puller(&cache, HostPolicy::default())
@@ -329,7 +353,10 @@ async fn a_long_error_body_reaches_the_message_cut() {
         .unwrap_err();
     let text = err.to_string();
     assert_eq!(err.reason(), "Credentials", "{text}");
-    assert!(text.contains("HTTP 403") && text.contains("bytes cut"), "{text}");
+    assert!(
+        text.contains("HTTP 403") && text.contains("bytes cut"),
+        "{text}"
+    );
     assert!(text.len() < MAX_REGISTRY_TEXT + 300, "{}", text.len());
     assert!(!text.contains('\u{1b}') && !text.contains('\n'), "{text:?}");
 }
@@ -366,7 +393,8 @@ async fn one_objects_insecure_never_makes_another_pull_plain_http() {
     let err = puller.pull(&a).await.unwrap_err();
     assert_eq!(err.reason(), "PolicyViolation", "{err}");
     assert!(
-        err.to_string().contains("`insecure: true` asks for plain HTTP")
+        err.to_string()
+            .contains("`insecure: true` asks for plain HTTP")
             && err.to_string().contains("--insecure-registry"),
         "{err}"
     );
@@ -403,16 +431,30 @@ async fn a_bearer_challenge_is_answered_with_a_token_from_the_realm() {
     let module = module();
     let realm = Arc::new(std::sync::OnceLock::<String>::new());
     let challenge = realm.clone();
-    let fake = Fake::start([127, 0, 0, 1].into(), serving(&module, move |path: &str, headers: &str| {
-        if path.starts_with("/token?") {
-            assert!(path.contains("scope=repository%3Ateam%2Fm%3Apull"), "{path}");
-            assert!(path.contains("service=fake"), "{path}");
-            return Some(Answer::Body(200, "application/json", br#"{"token":"t0k3n"}"#.to_vec()));
-        }
-        (path.starts_with("/v2/team/") && !headers.contains("authorization: bearer t0k3n")).then(|| {
-            Answer::Challenge(format!(r#"Bearer realm="{}",service="fake""#, challenge.get().unwrap()))
-        })
-    }))
+    let fake = Fake::start(
+        [127, 0, 0, 1].into(),
+        serving(&module, move |path: &str, headers: &str| {
+            if path.starts_with("/token?") {
+                assert!(
+                    path.contains("scope=repository%3Ateam%2Fm%3Apull"),
+                    "{path}"
+                );
+                assert!(path.contains("service=fake"), "{path}");
+                return Some(Answer::Body(
+                    200,
+                    "application/json",
+                    br#"{"token":"t0k3n"}"#.to_vec(),
+                ));
+            }
+            (path.starts_with("/v2/team/") && !headers.contains("authorization: bearer t0k3n"))
+                .then(|| {
+                    Answer::Challenge(format!(
+                        r#"Bearer realm="{}",service="fake""#,
+                        challenge.get().unwrap()
+                    ))
+                })
+        }),
+    )
     .await;
     realm.set(format!("http://{}/token", fake.addr)).unwrap();
     let cache = tempfile::tempdir().unwrap();

@@ -563,13 +563,18 @@ fn policed(cache: &tempfile::TempDir, policy: HostPolicy) -> Puller {
 }
 
 #[tokio::test]
-async fn the_hosts_policy_refuses_unsigned_wrongly_signed_and_unlisted_modules_whatever_they_name() {
+async fn the_hosts_policy_refuses_unsigned_wrongly_signed_and_unlisted_modules_whatever_they_name()
+{
     let registry = TestRegistry::start();
     let host_key = rekon_oci::generate_key();
     let other_key = rekon_oci::generate_key();
     let push = |path: &'static str, fill: u8| {
         let reference = registry.reference(path);
-        async move { rekon_oci::push(&wasm(300, fill), &reference, &quick()).await.unwrap() }
+        async move {
+            rekon_oci::push(&wasm(300, fill), &reference, &quick())
+                .await
+                .unwrap()
+        }
     };
     let (unsigned, wrong, right) = (
         push("team/unsigned:v1", 1).await,
@@ -600,11 +605,17 @@ async fn the_hosts_policy_refuses_unsigned_wrongly_signed_and_unlisted_modules_w
     let refused = |err: OciError, why: &str| {
         assert_eq!(err.reason(), "PolicyViolation", "{err}");
         let text = err.to_string();
-        assert!(text.contains("--require-signature") && text.contains(why), "{text}");
+        assert!(
+            text.contains("--require-signature") && text.contains(why),
+            "{text}"
+        );
     };
     // Unsigned: refused, although the cache holds it.
     refused(
-        requiring.pull(&PullRequest::new(&unsigned)).await.unwrap_err(),
+        requiring
+            .pull(&PullRequest::new(&unsigned))
+            .await
+            .unwrap_err(),
         "no cosign signature",
     );
     // Signed by a key the host does not hold, even when the object names that key.
@@ -624,7 +635,10 @@ async fn the_hosts_policy_refuses_unsigned_wrongly_signed_and_unlisted_modules_w
     assert!(pulled.verified && !pulled.from_cache);
     drop(registry);
     let cached = requiring.pull(&PullRequest::new(&right)).await.unwrap();
-    assert!(cached.from_cache && cached.verified, "the host key's verification is kept");
+    assert!(
+        cached.from_cache && cached.verified,
+        "the host key's verification is kept"
+    );
 
     // A registry the host does not allow is refused before the cache and the network.
     let listed = policed(
@@ -637,7 +651,8 @@ async fn the_hosts_policy_refuses_unsigned_wrongly_signed_and_unlisted_modules_w
     let err = listed.pull(&PullRequest::new(&right)).await.unwrap_err();
     assert_eq!(err.reason(), "PolicyViolation", "{err}");
     assert!(
-        err.to_string().contains("--allowed-registries registry.example.com"),
+        err.to_string()
+            .contains("--allowed-registries registry.example.com"),
         "{err}"
     );
 }
@@ -672,7 +687,10 @@ async fn a_corrupted_cache_record_is_dropped_and_pulled_again_never_served() {
     assert!(rewritten > 0, "some record names X's bytes");
     let again = puller.pull(&PullRequest::new(&x)).await.unwrap();
     assert_eq!(&again.bytes[..], &x_bytes[..], "X, never Y");
-    assert!(!again.from_cache, "the changed record was dropped and X pulled again");
+    assert!(
+        !again.from_cache,
+        "the changed record was dropped and X pulled again"
+    );
 
     // X's bytes change on disk while the registry is gone: refused, not served.
     drop(registry);
