@@ -2,22 +2,46 @@
 //! server serves `rekon.dev/v1alpha1` (discovery, as for the DRA API): every
 //! replica pulls, verifies and precompiles; only the leader writes statuses.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use rekon_modules::Modules;
 use rekon_modules::object::{self, Fetcher, ObjectOptions, ServingObjects};
-use rekon_oci::{Puller, PullerOptions};
+use rekon_oci::{HostPolicy, Puller, PullerOptions};
 use rekon_ops::Health;
 
 /// How `run` pulls the modules `DecisionModule` objects name.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ObjectArgs {
-    /// Keep pulled OCI modules here (keyed by digest) [default: a directory under $TMPDIR].
+    /// Keep pulled OCI modules here (keyed by digest) [default: `oci` under
+    /// --cache-dir; under $TMPDIR with --no-cache].
     #[arg(long, env = "REKON_OCI_CACHE_DIR")]
     pub oci_cache_dir: Option<PathBuf>,
+    /// The bound on the OCI cache, in MiB; the least recently used modules go first.
+    #[arg(long, default_value_t = 512)]
+    pub oci_cache_max_mib: u64,
+    /// A registry (`HOST[:PORT]`) that may be reached over plain HTTP;
+    /// repeatable. Loopback registries always may. An object's `insecure: true`
+    /// is refused (PolicyViolation) for any other registry.
+    #[arg(long = "insecure-registry", value_name = "HOST")]
+    pub insecure_registries: Vec<String>,
+    /// Pull only from these registries (`HOST[:PORT]`, comma-separated);
+    /// objects naming another are refused (PolicyViolation).
+    #[arg(long, value_name = "HOST[,HOST]", value_delimiter = ',')]
+    pub allowed_registries: Option<Vec<String>>,
+    /// Refuse (PolicyViolation) every module without a cosign signature that
+    /// one of the --verification-key keys verifies, whatever its object names.
+    #[arg(long, requires = "verification_keys")]
+    pub require_signature: bool,
+    /// A cosign public key (ECDSA P-256 PEM) held by the host; repeatable.
+    #[arg(
+        long = "verification-key",
+        value_name = "FILE",
+        requires = "require_signature"
+    )]
+    pub verification_keys: Vec<PathBuf>,
     /// The largest module accepted, in MiB.
     #[arg(long, default_value_t = 64)]
     pub max_module_mib: u64,
@@ -55,10 +79,13 @@ pub async fn served(client: &kube::Client) -> bool {
 
 /// Starts serving worlds from the objects; statuses are written while
 /// `health` says this replica leads.
+/// `cache_dir` is the precompiled cache's directory (`--cache-dir`); the OCI
+/// cache lives under it unless `--oci-cache-dir` says otherwise.
 pub fn serve(
     modules: Modules,
     client: kube::Client,
     args: &ObjectArgs,
+    cache_dir: Option<&Path>,
     health: Arc<Health>,
 ) -> anyhow::Result<ServingObjects> {
     let max_bytes = args.max_module_mib << 20;
@@ -69,13 +96,29 @@ pub fn serve(
         ],
         None => Vec::new(),
     };
+    let oci_cache_dir = match (&args.oci_cache_dir, cache_dir) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(dir)) => dir.join("oci"),
+        (None, None) => std::env::temp_dir().join("rekon-oci-cache"),
+    };
+    let verification_keys = args
+        .verification_keys
+        .iter()
+        .map(|path| {
+            std::fs::read(path)
+                .with_context(|| format!("reading --verification-key {}", path.display()))
+        })
+        .collect::<anyhow::Result<_>>()?;
     let puller = Puller::new(PullerOptions {
-        cache_dir: args
-            .oci_cache_dir
-            .clone()
-            .unwrap_or_else(|| std::env::temp_dir().join("rekon-oci-cache")),
+        cache_dir: oci_cache_dir,
+        cache_max_bytes: args.oci_cache_max_mib << 20,
         max_bytes,
         extra_ca_pem,
+        policy: HostPolicy {
+            insecure_registries: args.insecure_registries.clone(),
+            allowed_registries: args.allowed_registries.clone(),
+            verification_keys,
+        },
         ..PullerOptions::default()
     })
     .context("starting the OCI puller")?;

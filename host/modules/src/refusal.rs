@@ -19,6 +19,10 @@ pub enum RefusalReason {
     TooLarge,
     /// The signature is missing or does not verify with the key.
     BadSignature,
+    /// The host's policy refuses it, whatever the object names: a registry not
+    /// in `--allowed-registries`, plain HTTP to a registry not in
+    /// `--insecure-registry`, no signature a `--verification-key` verifies.
+    PolicyViolation,
     NotAComponent,
     WrongWorld,
     UnknownContractVersion,
@@ -46,6 +50,7 @@ impl RefusalReason {
             RefusalReason::DigestMismatch => "DigestMismatch",
             RefusalReason::TooLarge => "TooLarge",
             RefusalReason::BadSignature => "BadSignature",
+            RefusalReason::PolicyViolation => "PolicyViolation",
             RefusalReason::NotAComponent => "NotAComponent",
             RefusalReason::WrongWorld => "WrongWorld",
             RefusalReason::UnknownContractVersion => "UnknownContractVersion",

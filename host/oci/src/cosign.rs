@@ -27,16 +27,15 @@ use p256::pkcs8::{
 };
 
 use crate::error::OciError;
-use crate::layout::{Blob, MANIFEST_MEDIA_TYPES, image_manifest, parse_manifest, sha256_digest};
+use crate::layout::{Blob, image_manifest, parse_manifest, sha256_digest};
 use crate::reference::ModuleRef;
+use crate::registry::MAX_SIGNATURE_PAYLOAD_BYTES;
 use crate::transport::{Client, RegistryOptions, Transport, registry_error};
 
 /// The layer media type of a simple-signing payload.
 pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
 /// The layer annotation holding the base64 signature.
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
-/// The largest signature payload read (payloads are a few hundred bytes).
-const MAX_PAYLOAD_BYTES: i64 = 64 * 1024;
 
 /// A freshly generated ECDSA P-256 key pair, PEM encoded.
 #[derive(Clone)]
@@ -105,7 +104,7 @@ pub async fn verify(
             options.auth.as_ref(),
             async |client| {
                 let digest = manifest_digest(client, &module).await?;
-                verify_with(client, &module, &digest, &key).await?;
+                verify_with(client, &module, &digest, std::slice::from_ref(&key)).await?;
                 Ok(digest)
             },
         )
@@ -215,48 +214,46 @@ pub(crate) async fn manifest_digest(
     client: &Client,
     module: &ModuleRef,
 ) -> Result<String, OciError> {
-    match module.digest() {
-        Some(digest) => Ok(digest.to_string()),
-        None => client
-            .inner
-            .fetch_manifest_digest(module.oci(), &client.auth)
-            .await
-            .map_err(|err| registry_error(module, "manifest", err)),
+    match (module.digest(), module.tag()) {
+        (Some(digest), _) => Ok(digest.to_string()),
+        (None, tag) => {
+            let bytes = client
+                .session
+                .manifest(module, tag.unwrap_or("latest"), "manifest")
+                .await?;
+            Ok(sha256_digest(&bytes))
+        }
     }
 }
 
-/// Verifies the cosign signature of manifest `digest` of `module` with `key`.
+/// Verifies that a cosign signature of manifest `digest` of `module` verifies
+/// with one of `keys`; returns the index of the first key that does. Every
+/// read is capped (the signature manifest at 4 MiB, each payload at 64 KiB).
 pub(crate) async fn verify_with(
     client: &Client,
     module: &ModuleRef,
     digest: &str,
-    key: &VerifyingKey,
-) -> Result<(), OciError> {
+    keys: &[VerifyingKey],
+) -> Result<usize, OciError> {
     let sig_ref = signature_reference(module, digest);
-    let sig_tag = format!(
-        "{}/{}:{}",
-        module.registry(),
-        module.repository(),
-        sig_ref.tag().unwrap_or_default()
-    );
+    let tag = sig_ref.tag().unwrap_or_default();
+    let sig_tag = format!("{}/{}:{tag}", module.registry(), module.repository());
     let manifest = match client
-        .inner
-        .pull_manifest_raw(&sig_ref, &client.auth, &MANIFEST_MEDIA_TYPES)
+        .session
+        .manifest(module, tag, "signature manifest")
         .await
     {
-        Ok((bytes, _)) => parse_manifest(&bytes).map_err(|cause| OciError::BadSignature {
+        Ok(bytes) => parse_manifest(&bytes).map_err(|cause| OciError::BadSignature {
             reference: module.to_string(),
             cause: format!("signature manifest {sig_tag}: {cause}"),
         })?,
-        Err(err) => {
-            return Err(match registry_error(module, "signature", err) {
-                OciError::NotFound { reference, .. } => OciError::Unsigned {
-                    reference,
-                    cause: format!("no cosign signature at {sig_tag}"),
-                },
-                other => other,
+        Err(OciError::NotFound { reference, .. }) => {
+            return Err(OciError::Unsigned {
+                reference,
+                cause: format!("no cosign signature at {sig_tag}"),
             });
         }
+        Err(other) => return Err(other),
     };
     let mut refusals = Vec::new();
     for layer in manifest
@@ -275,22 +272,27 @@ pub(crate) async fn verify_with(
             ));
             continue;
         };
-        if layer.size > MAX_PAYLOAD_BYTES {
+        if layer.size < 0 || layer.size as u64 > MAX_SIGNATURE_PAYLOAD_BYTES {
             refusals.push(format!(
-                "payload {} is {} bytes, over {MAX_PAYLOAD_BYTES}",
+                "payload {} is {} bytes, over {MAX_SIGNATURE_PAYLOAD_BYTES}",
                 layer.digest, layer.size
             ));
             continue;
         }
-        let mut payload = Vec::new();
-        client
-            .inner
-            .pull_blob(&sig_ref, layer, &mut payload)
-            .await
-            .map_err(|err| registry_error(module, "signature payload", err))?;
-        match check_signature(&payload, signature, key, digest) {
-            Ok(()) => return Ok(()),
-            Err(refusal) => refusals.push(refusal),
+        let payload = client
+            .session
+            .blob(
+                module,
+                &layer.digest,
+                "signature payload",
+                MAX_SIGNATURE_PAYLOAD_BYTES,
+            )
+            .await?;
+        for (index, key) in keys.iter().enumerate() {
+            match check_signature(&payload, signature, key, digest) {
+                Ok(()) => return Ok(index),
+                Err(refusal) => refusals.push(refusal),
+            }
         }
     }
     if refusals.is_empty() {
@@ -299,6 +301,7 @@ pub(crate) async fn verify_with(
             cause: format!("{sig_tag} holds no {SIMPLE_SIGNING_MEDIA_TYPE} layer"),
         });
     }
+    refusals.dedup();
     Err(OciError::BadSignature {
         reference: module.to_string(),
         cause: format!("{sig_tag}: {}", refusals.join("; ")),
@@ -323,15 +326,17 @@ async fn sign_with(
     let signature_b64 = base64::engine::general_purpose::STANDARD.encode(signature.as_bytes());
 
     let mut layers: Vec<OciDescriptor> = match client
-        .inner
-        .pull_manifest_raw(&sig_ref, &client.auth, &MANIFEST_MEDIA_TYPES)
+        .session
+        .manifest(
+            module,
+            sig_ref.tag().unwrap_or_default(),
+            "signature manifest",
+        )
         .await
     {
-        Ok((bytes, _)) => parse_manifest(&bytes).map(|m| m.layers).unwrap_or_default(),
-        Err(err) => match registry_error(module, "signature", err) {
-            OciError::NotFound { .. } => Vec::new(),
-            other => return Err(other),
-        },
+        Ok(bytes) => parse_manifest(&bytes).map(|m| m.layers).unwrap_or_default(),
+        Err(OciError::NotFound { .. }) => Vec::new(),
+        Err(other) => return Err(other),
     };
     let mut payload_blob = Blob::new(SIMPLE_SIGNING_MEDIA_TYPE, payload);
     payload_blob.descriptor.annotations = Some(BTreeMap::from([(

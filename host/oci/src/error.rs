@@ -19,9 +19,9 @@ pub enum OciError {
     )]
     Unpinned { reference: String },
 
-    /// Plain HTTP asked for a registry that is not on loopback without `insecure: true`.
+    /// Plain HTTP asked for a registry that is not on loopback, without `--insecure`.
     #[error(
-        "`{reference}`: plain HTTP to registry {registry} refused; it is allowed only for loopback registries (127.0.0.0/8, ::1, localhost) or with insecure: true"
+        "`{reference}`: plain HTTP to registry {registry} refused; it is allowed only for loopback registries (127.0.0.0/8, ::1, localhost) or with --insecure"
     )]
     InsecureRefused { reference: String, registry: String },
 
@@ -87,6 +87,11 @@ pub enum OciError {
     #[error("`{reference}`: registry error: {cause}")]
     Registry { reference: String, cause: String },
 
+    /// The host's policy refuses the module (a registry it does not allow,
+    /// plain HTTP it does not allow, no signature its keys verify).
+    #[error("`{reference}` refused by the host's policy: {rule}")]
+    PolicyViolation { reference: String, rule: String },
+
     /// The on-disk cache could not be read or written.
     #[error("OCI cache {path}: {source}")]
     Cache {
@@ -113,6 +118,7 @@ impl OciError {
             Self::BadSignature { .. } => "BadSignature",
             Self::Key { .. } => "Key",
             Self::Registry { .. } => "RegistryError",
+            Self::PolicyViolation { .. } => "PolicyViolation",
             Self::Cache { .. } => "CacheError",
         }
     }

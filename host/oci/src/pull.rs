@@ -1,21 +1,22 @@
-//! Pulling a module: resolve the reference, check size, layout and digests,
-//! verify the signature when asked, and keep the bytes in the digest-keyed cache.
+//! Pulling a module: check it against the host's policy, resolve the
+//! reference, check size, layout and digests, verify the signatures asked for
+//! (the request's key, the host's keys), and keep the bytes in the digest-keyed
+//! cache.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oci_client::manifest::OciDescriptor;
 use p256::ecdsa::VerifyingKey;
-use sha2::{Digest as _, Sha256};
 
 use crate::auth::RegistryAuth;
-use crate::cache::{Cache, ManifestRecord};
+use crate::cache::{Cache, DEFAULT_CACHE_MAX_BYTES, hex_of};
 use crate::cosign;
 use crate::error::OciError;
-use crate::layout::{MANIFEST_MEDIA_TYPES, parse_manifest, sha256_digest, wasm_layer};
+use crate::layout::{parse_manifest, sha256_digest, wasm_layer};
+use crate::policy::{HostPolicy, Policy};
 use crate::reference::ModuleRef;
-use crate::transport::{Client, Transport, error_chain, registry_error};
+use crate::transport::{Client, Transport};
 
 /// The default limit on the wasm layer: 64 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -25,10 +26,13 @@ pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 pub struct PullerOptions {
     /// The on-disk cache (created if missing), e.g. beside the precompiled cache.
     pub cache_dir: PathBuf,
+    /// The bound on the cache's bytes; the least recently used modules go
+    /// first. Default 512 MiB.
+    pub cache_max_bytes: u64,
     /// The largest wasm layer accepted, checked against the manifest before
     /// downloading and enforced while streaming. Default [`DEFAULT_MAX_BYTES`].
     pub max_bytes: u64,
-    /// The limit for one attempt. Default 60 s.
+    /// The limit for one request and for one attempt. Default 60 s.
     pub timeout: Duration,
     /// Attempts after the first for transient failures. Default 2.
     pub retries: u32,
@@ -36,17 +40,21 @@ pub struct PullerOptions {
     pub backoff: Duration,
     /// Extra trusted CA certificates (PEM), added to the system roots.
     pub extra_ca_pem: Vec<Vec<u8>>,
+    /// What the host requires of every pull, whatever the request says.
+    pub policy: HostPolicy,
 }
 
 impl Default for PullerOptions {
     fn default() -> Self {
         Self {
             cache_dir: std::env::temp_dir().join("rekon-oci-cache"),
+            cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             max_bytes: DEFAULT_MAX_BYTES,
             timeout: Duration::from_secs(60),
             retries: 2,
             backoff: Duration::from_millis(500),
             extra_ca_pem: Vec::new(),
+            policy: HostPolicy::default(),
         }
     }
 }
@@ -67,7 +75,10 @@ pub struct PullRequest {
     /// The sha256 of the wasm bytes (64 hex digits, `sha256:` prefix optional).
     /// Required when `image` is by tag; checked whenever given.
     pub sha256: Option<String>,
-    /// Allow plain HTTP to a registry that is not on loopback.
+    /// Asks for plain HTTP to a registry that is not on loopback: refused
+    /// ([`OciError::PolicyViolation`]) unless the host's policy lists that
+    /// registry in `insecure_registries`. Plain HTTP is the host's choice per
+    /// registry; this flag never widens it.
     pub insecure: bool,
     /// Credentials; `None` is anonymous.
     pub auth: Option<RegistryAuth>,
@@ -114,12 +125,14 @@ struct Inner {
     max_bytes: u64,
     cache: Cache,
     transport: Transport,
+    policy: Policy,
 }
 
 impl Puller {
-    /// A puller with `options`; creates the cache directory and reads the CAs.
+    /// A puller with `options`; creates the cache directory, reads the CAs and the policy's keys.
     pub fn new(options: PullerOptions) -> Result<Self, OciError> {
-        let cache = Cache::open(&options.cache_dir)?;
+        let policy = Policy::new(&options.policy)?;
+        let cache = Cache::open(&options.cache_dir, options.cache_max_bytes)?;
         let transport = Transport::new(
             options.extra_ca_pem,
             options.timeout,
@@ -131,23 +144,20 @@ impl Puller {
                 max_bytes: options.max_bytes,
                 cache,
                 transport,
+                policy,
             }),
         })
     }
 
-    /// Pulls `request`: from the cache when the manifest digest (or, for a tag,
-    /// the manifest it resolved to last time, holding the pinned wasm sha256) is
-    /// already there and, if asked, was verified with the same key; else from
-    /// the registry. Plain HTTP is refused before connecting (see
-    /// [`crate::is_loopback_registry`]).
+    /// Pulls `request`. The host's policy is checked first, before the cache
+    /// and the network: registry allowed, plain HTTP allowed. Then from the
+    /// cache when the manifest (by digest, or the one a tag resolved to last
+    /// time, holding the pinned wasm sha256) is there, intact, and its
+    /// signature verified with the keys asked for; else from the registry.
     pub async fn pull(&self, request: &PullRequest) -> Result<Pulled, OciError> {
         let module = ModuleRef::parse(&request.image)?;
-        if module.scheme() == crate::Scheme::Http && !module.allows_plain_http(request.insecure) {
-            return Err(OciError::InsecureRefused {
-                reference: module.to_string(),
-                registry: module.registry().into(),
-            });
-        }
+        let policy = &self.inner.policy;
+        policy.admit(&module, request.insecure)?;
         let pinned_wasm = match &request.sha256 {
             Some(text) => Some(parse_sha256(&module, text)?),
             None if module.digest().is_none() => {
@@ -165,20 +175,19 @@ impl Puller {
         if let Some(pulled) = self.cached(&module, pinned_wasm.as_deref(), key.as_ref()) {
             return Ok(pulled);
         }
-        let pulled = self
-            .inner
+        let plain_allowed = policy.allows_plain_http(module.registry());
+        self.inner
             .transport
             .run(
                 &module,
-                request.insecure,
+                plain_allowed,
                 request.auth.as_ref(),
                 async |client| {
                     self.fetch(client, &module, pinned_wasm.as_deref(), key.as_ref())
                         .await
                 },
             )
-            .await?;
-        Ok(pulled)
+            .await
     }
 
     fn cached(
@@ -192,22 +201,32 @@ impl Puller {
             Some(digest) => digest.to_string(),
             None => cache.reference(module.as_str())?,
         };
-        let record = cache.manifest(&manifest_digest)?;
-        if pinned_wasm.is_some_and(|pin| pin != record.wasm_digest) {
+        let manifest = parse_manifest(&cache.blob(&manifest_digest)?).ok()?;
+        let layer = wasm_layer(&manifest).ok()?;
+        if pinned_wasm.is_some_and(|pin| pin != layer.digest) {
             return None;
         }
-        if key.is_some_and(|key| !record.verified_keys.contains(&cosign::fingerprint(key))) {
+        let verified =
+            |key: &VerifyingKey| cache.verified(&manifest_digest, &cosign::fingerprint(key));
+        if key.is_some_and(|key| !verified(key)) {
             return None;
         }
-        let bytes = cache.blob(&record.wasm_digest)?;
+        let host_keys = self.inner.policy.keys();
+        if !host_keys.is_empty() && !host_keys.iter().any(verified) {
+            return None;
+        }
+        let bytes = cache.blob(&layer.digest)?;
+        if bytes.len() as u64 > self.inner.max_bytes {
+            return None;
+        }
         tracing::debug!(reference = %module, %manifest_digest, "module served from the OCI cache");
         Some(Pulled {
-            wasm_sha256: hex_of(&record.wasm_digest).to_string(),
+            wasm_sha256: hex_of(&layer.digest).to_string(),
             bytes: bytes.into(),
+            path: cache.blob_path(&layer.digest),
             manifest_digest,
             image: module.to_string(),
-            path: cache.blob_path(&record.wasm_digest),
-            verified: key.is_some(),
+            verified: key.is_some() || !host_keys.is_empty(),
             from_cache: true,
         })
     }
@@ -220,19 +239,8 @@ impl Puller {
         key: Option<&VerifyingKey>,
     ) -> Result<Pulled, OciError> {
         let reference = module.to_string();
-        let (manifest_bytes, _) = client
-            .inner
-            .pull_manifest_raw(module.oci(), &client.auth, &MANIFEST_MEDIA_TYPES)
-            .await
-            .map_err(|err| registry_error(module, "manifest", err))?;
-        if manifest_bytes.len() as u64 > MAX_MANIFEST_BYTES {
-            return Err(OciError::TooLarge {
-                reference,
-                what: "manifest".into(),
-                size: manifest_bytes.len() as u64,
-                limit: MAX_MANIFEST_BYTES,
-            });
-        }
+        let name = module.digest().or(module.tag()).unwrap_or("latest");
+        let manifest_bytes = client.session.manifest(module, name, "manifest").await?;
         let manifest_digest = sha256_digest(&manifest_bytes);
         if let Some(expected) = module.digest()
             && expected != manifest_digest
@@ -271,19 +279,43 @@ impl Puller {
                 limit,
             });
         }
-        let mut verified_keys = self
-            .inner
-            .cache
-            .manifest(&manifest_digest)
-            .map(|r| r.verified_keys)
-            .unwrap_or_default();
+        let mut verified_by = Vec::new();
         if let Some(key) = key {
-            cosign::verify_with(client, module, &manifest_digest, key).await?;
-            verified_keys.push(cosign::fingerprint(key));
-            verified_keys.sort();
-            verified_keys.dedup();
+            cosign::verify_with(client, module, &manifest_digest, std::slice::from_ref(key))
+                .await?;
+            verified_by.push(key);
         }
-        let bytes = self.download(client, module, layer).await?;
+        let host_keys = self.inner.policy.keys();
+        if !host_keys.is_empty() {
+            let index = cosign::verify_with(client, module, &manifest_digest, host_keys)
+                .await
+                .map_err(|err| match err {
+                    OciError::Unsigned { cause, .. } | OciError::BadSignature { cause, .. } => {
+                        OciError::PolicyViolation {
+                            reference: reference.clone(),
+                            rule: format!(
+                                "the host requires a signature that one of its {} key(s) verifies (--require-signature): {cause}",
+                                host_keys.len()
+                            ),
+                        }
+                    }
+                    other => other,
+                })?;
+            verified_by.push(&host_keys[index]);
+        }
+        let bytes = client
+            .session
+            .blob(module, &layer.digest, "wasm layer", limit)
+            .await?;
+        let actual = sha256_digest(&bytes);
+        if actual != layer.digest {
+            return Err(OciError::DigestMismatch {
+                reference,
+                what: "wasm layer".into(),
+                expected: layer.digest.clone(),
+                actual,
+            });
+        }
         if !bytes.starts_with(WASM_MAGIC) {
             return Err(OciError::NotWasm {
                 reference,
@@ -295,13 +327,10 @@ impl Puller {
         }
         let cache = &self.inner.cache;
         let path = cache.put_blob(&layer.digest, &bytes)?;
-        cache.put_manifest(
-            &manifest_digest,
-            &ManifestRecord {
-                wasm_digest: layer.digest.clone(),
-                verified_keys,
-            },
-        )?;
+        cache.put_blob(&manifest_digest, &manifest_bytes)?;
+        for key in verified_by {
+            cache.put_verified(&manifest_digest, &cosign::fingerprint(key))?;
+        }
         if module.digest().is_none() {
             cache.put_reference(module.as_str(), &manifest_digest)?;
         }
@@ -312,81 +341,12 @@ impl Puller {
             manifest_digest,
             image: reference,
             path,
-            verified: key.is_some(),
+            verified: key.is_some() || !host_keys.is_empty(),
             from_cache: false,
         })
     }
-
-    /// Streams the layer, stopping as soon as it passes the limit, and checks its digest.
-    async fn download(
-        &self,
-        client: &Client,
-        module: &ModuleRef,
-        layer: &OciDescriptor,
-    ) -> Result<Vec<u8>, OciError> {
-        use futures::StreamExt as _;
-        let reference = module.to_string();
-        let limit = self.inner.max_bytes;
-        let mut stream = client
-            .inner
-            .pull_blob_stream(module.oci(), layer)
-            .await
-            .map_err(|err| registry_error(module, "wasm layer", err))?;
-        if let Some(length) = stream.content_length
-            && length > limit
-        {
-            return Err(OciError::TooLarge {
-                reference,
-                what: "wasm layer".into(),
-                size: length,
-                limit,
-            });
-        }
-        let mut bytes = Vec::with_capacity(layer.size as usize);
-        let mut hasher = Sha256::new();
-        let mut failure = None;
-        while let Some(chunk) = stream.stream.next().await {
-            match chunk {
-                Ok(chunk) => {
-                    if (bytes.len() + chunk.len()) as u64 > limit {
-                        return Err(OciError::TooLarge {
-                            reference,
-                            what: "wasm layer (as sent)".into(),
-                            size: (bytes.len() + chunk.len()) as u64,
-                            limit,
-                        });
-                    }
-                    hasher.update(&chunk);
-                    bytes.extend_from_slice(&chunk);
-                }
-                Err(err) => {
-                    failure = Some(err);
-                    break;
-                }
-            }
-        }
-        let actual = format!("sha256:{}", hex::encode(hasher.finalize()));
-        if actual != layer.digest && (failure.is_none() || bytes.len() as i64 >= layer.size) {
-            return Err(OciError::DigestMismatch {
-                reference,
-                what: "wasm layer".into(),
-                expected: layer.digest.clone(),
-                actual,
-            });
-        }
-        if let Some(err) = failure {
-            return Err(OciError::Unreachable {
-                reference,
-                registry: module.registry().into(),
-                cause: format!("wasm layer transfer: {}", error_chain(&err)),
-            });
-        }
-        Ok(bytes)
-    }
 }
 
-/// Manifests larger than this are refused (registries refuse 4 MiB ones too).
-const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 const WASM_MAGIC: &[u8] = b"\0asm";
 
 fn parse_sha256(module: &ModuleRef, text: &str) -> Result<String, OciError> {
@@ -399,8 +359,4 @@ fn parse_sha256(module: &ModuleRef, text: &str) -> Result<String, OciError> {
             reason: format!("sha256 `{text}` is not 64 hex digits (optionally prefixed `sha256:`)"),
         })
     }
-}
-
-fn hex_of(digest: &str) -> &str {
-    digest.strip_prefix("sha256:").unwrap_or(digest)
 }

@@ -1,9 +1,9 @@
 //! How to reach a registry: HTTPS with the system roots plus extra CAs, plain
-//! HTTP only where allowed, credentials, a per-attempt timeout and retries with
-//! backoff; and what registry errors mean.
+//! HTTP only where the caller allows it for that registry (decided per call,
+//! never remembered from one call for another), credentials, a timeout per
+//! request and per attempt, and retries with backoff; and what registry errors
+//! mean.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
@@ -12,11 +12,12 @@ use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 use crate::auth::RegistryAuth;
 use crate::error::OciError;
 use crate::reference::{ModuleRef, Scheme};
+use crate::registry::{Session, cut};
 
 /// Connection settings shared by push, sign and verify.
 #[derive(Debug, Clone)]
 pub struct RegistryOptions {
-    /// Allow plain HTTP to a registry that is not on loopback.
+    /// Allow plain HTTP to the registry named (loopback registries are always allowed).
     pub insecure: bool,
     /// Credentials; `None` is anonymous.
     pub auth: Option<RegistryAuth>,
@@ -49,8 +50,6 @@ pub(crate) struct Transport {
     timeout: Duration,
     retries: u32,
     backoff: Duration,
-    /// Registries (host:port) found to speak plain HTTP, or HTTPS (`false`).
-    plain_http: Mutex<HashMap<String, bool>>,
 }
 
 impl Transport {
@@ -67,10 +66,10 @@ impl Transport {
             timeout,
             retries,
             backoff,
-            plain_http: Mutex::new(HashMap::new()),
         };
+        let check = ModuleRef::parse("ca-check.invalid/check:v1").expect("a valid reference");
         transport
-            .client(false, &RegistryAuth::Anonymous, "ca-check.invalid")
+            .client(false, &RegistryAuth::Anonymous, &check)
             .map_err(|cause| OciError::Key {
                 what: "extra CA certificate".into(),
                 cause,
@@ -91,7 +90,7 @@ impl Transport {
         &self,
         plain_http: bool,
         auth: &RegistryAuth,
-        registry: &str,
+        reference: &ModuleRef,
     ) -> Result<Client, String> {
         let config = ClientConfig {
             protocol: if plain_http {
@@ -113,16 +112,31 @@ impl Transport {
             ..Default::default()
         };
         let inner = oci_client::Client::try_from(config).map_err(|err| err.to_string())?;
+        let roots = self
+            .extra_ca_pem
+            .iter()
+            .map(|pem| reqwest::Certificate::from_pem(pem))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| err.to_string())?;
+        let http = reqwest::Client::builder()
+            .tls_certs_merge(roots)
+            .connect_timeout(self.timeout)
+            .read_timeout(self.timeout)
+            .user_agent(concat!("rekon/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| error_chain(&err))?;
         Ok(Client {
             inner,
             auth: auth.to_oci(),
-            registry: registry.to_string(),
+            registry: reference.registry().to_string(),
+            session: Session::new(http, plain_http, reference, auth, self.timeout),
         })
     }
 
     /// Runs `op` against the registry of `reference`: refuses plain HTTP where
     /// it is not allowed (before connecting), tries HTTPS then plain HTTP where
     /// it is, limits each attempt to the timeout and retries transient failures.
+    /// `insecure` allows plain HTTP to this reference's registry, for this call only.
     pub(crate) async fn run<T>(
         &self,
         reference: &ModuleRef,
@@ -173,6 +187,8 @@ impl Transport {
         }
     }
 
+    /// One attempt: the scheme the reference asks for, or HTTPS and then
+    /// plain HTTP when HTTPS is unreachable and plain HTTP is allowed.
     async fn attempt<T>(
         &self,
         reference: &ModuleRef,
@@ -180,51 +196,28 @@ impl Transport {
         auth: &RegistryAuth,
         op: &impl AsyncFn(&Client) -> Result<T, OciError>,
     ) -> Result<T, OciError> {
-        let registry = reference.registry();
-        let known = self.plain_http.lock().unwrap().get(registry).copied();
-        let plain = match (reference.scheme(), known) {
-            (Scheme::Http, _) => true,
-            (Scheme::Https, _) => false,
-            (Scheme::Any, Some(plain)) => plain,
-            (Scheme::Any, None) => false,
-        };
+        let plain = reference.scheme() == Scheme::Http;
         let client = self
-            .client(plain, auth, registry)
+            .client(plain, auth, reference)
             .map_err(|cause| unreachable(reference, cause))?;
         let first = op(&client).await;
-        let fall_back = reference.scheme() == Scheme::Any && known.is_none() && allows_plain;
+        let fall_back = reference.scheme() == Scheme::Any && allows_plain;
         match first {
             Err(OciError::Unreachable {
                 cause: https_cause, ..
             }) if fall_back => {
                 let client = self
-                    .client(true, auth, registry)
+                    .client(true, auth, reference)
                     .map_err(|cause| unreachable(reference, cause))?;
                 match op(&client).await {
                     Err(OciError::Unreachable { cause, .. }) => Err(unreachable(
                         reference,
                         format!("over HTTPS: {https_cause}; over plain HTTP: {cause}"),
                     )),
-                    other => {
-                        if other.is_ok() {
-                            self.plain_http
-                                .lock()
-                                .unwrap()
-                                .insert(registry.to_string(), true);
-                        }
-                        other
-                    }
+                    other => other,
                 }
             }
-            other => {
-                if other.is_ok() {
-                    self.plain_http
-                        .lock()
-                        .unwrap()
-                        .insert(registry.to_string(), plain);
-                }
-                other
-            }
+            other => other,
         }
     }
 }
@@ -234,6 +227,8 @@ pub(crate) struct Client {
     pub(crate) inner: oci_client::Client,
     pub(crate) auth: oci_client::secrets::RegistryAuth,
     registry: String,
+    /// Capped reads (manifests, signatures, layers) of the same registry and scheme.
+    pub(crate) session: Session,
 }
 
 impl Client {
@@ -269,7 +264,7 @@ pub(crate) fn registry_error(
 ) -> OciError {
     let reference_text = reference.to_string();
     match err {
-        OciDistributionError::RequestError(err) => unreachable(reference, error_chain(&err)),
+        OciDistributionError::RequestError(err) => unreachable(reference, cut(&error_chain(&err))),
         OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound {
             reference: reference_text,
             what: what.into(),
@@ -294,12 +289,12 @@ pub(crate) fn registry_error(
             {
                 OciError::Credentials {
                     reference: reference_text,
-                    cause: format!("{what}: {envelope}"),
+                    cause: format!("{what}: {}", cut(&envelope.to_string())),
                 }
             } else {
                 OciError::Registry {
                     reference: reference_text,
-                    cause: format!("{what}: {envelope}"),
+                    cause: format!("{what}: {}", cut(&envelope.to_string())),
                 }
             }
         }
@@ -313,7 +308,7 @@ pub(crate) fn registry_error(
             ..
         } => OciError::Credentials {
             reference: reference_text,
-            cause: format!("{what}: refused ({message})"),
+            cause: format!("{what}: refused ({})", cut(&message)),
         },
         OciDistributionError::UnauthorizedError { url } => OciError::Credentials {
             reference: reference_text,
@@ -321,7 +316,7 @@ pub(crate) fn registry_error(
         },
         OciDistributionError::AuthenticationFailure(cause) => OciError::Credentials {
             reference: reference_text,
-            cause: format!("{what}: authentication failed: {cause}"),
+            cause: format!("{what}: authentication failed: {}", cut(&cause)),
         },
         OciDistributionError::DigestError(DigestError::VerificationError { expected, actual }) => {
             OciError::DigestMismatch {
@@ -333,7 +328,7 @@ pub(crate) fn registry_error(
         }
         other => OciError::Registry {
             reference: reference_text,
-            cause: format!("{what}: {}", error_chain(&other)),
+            cause: format!("{what}: {}", cut(&error_chain(&other))),
         },
     }
 }

@@ -7,8 +7,8 @@ use base64::Engine as _;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use rekon_oci::testing::{TestRegistry, free_loopback_port};
 use rekon_oci::{
-    OciError, PullRequest, Puller, PullerOptions, RegistryAuth, RegistryOptions, Verification,
-    auth_from_dockerconfigjson,
+    HostPolicy, OciError, PullRequest, Puller, PullerOptions, RegistryAuth, RegistryOptions,
+    Verification, auth_from_dockerconfigjson,
 };
 use sha2::Digest as _;
 
@@ -339,10 +339,10 @@ async fn plain_http_to_a_remote_registry_is_refused_before_connecting() {
         .pull(&PullRequest::new(&remote))
         .await
         .unwrap_err();
-    assert!(matches!(err, OciError::InsecureRefused { .. }), "{err}");
+    assert!(matches!(err, OciError::PolicyViolation { .. }), "{err}");
     assert!(
         err.to_string().contains("registry.example.invalid")
-            && err.to_string().contains("insecure: true"),
+            && err.to_string().contains("--insecure-registry"),
         "{err}"
     );
     let err = rekon_oci::push(
@@ -550,4 +550,170 @@ fn a_bad_ca_pem_is_refused_when_the_puller_is_made() {
     .err()
     .unwrap();
     assert!(err.to_string().contains("CA"), "{err}");
+}
+
+fn policed(cache: &tempfile::TempDir, policy: HostPolicy) -> Puller {
+    Puller::new(PullerOptions {
+        cache_dir: cache.path().into(),
+        retries: 0,
+        policy,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_hosts_policy_refuses_unsigned_wrongly_signed_and_unlisted_modules_whatever_they_name()
+{
+    let registry = TestRegistry::start();
+    let host_key = rekon_oci::generate_key();
+    let other_key = rekon_oci::generate_key();
+    let push = |path: &'static str, fill: u8| {
+        let reference = registry.reference(path);
+        async move {
+            rekon_oci::push(&wasm(300, fill), &reference, &quick())
+                .await
+                .unwrap()
+        }
+    };
+    let (unsigned, wrong, right) = (
+        push("team/unsigned:v1", 1).await,
+        push("team/wrong:v1", 2).await,
+        push("team/right:v1", 3).await,
+    );
+    rekon_oci::sign(&wrong, other_key.private_pem.as_bytes(), &quick())
+        .await
+        .unwrap();
+    rekon_oci::sign(&right, host_key.private_pem.as_bytes(), &quick())
+        .await
+        .unwrap();
+
+    // An unsigned module is pulled into the cache while no signature is required.
+    let cache = tempfile::tempdir().unwrap();
+    policed(&cache, HostPolicy::default())
+        .pull(&PullRequest::new(&unsigned))
+        .await
+        .unwrap();
+
+    let requiring = policed(
+        &cache,
+        HostPolicy {
+            verification_keys: vec![host_key.public_pem.clone().into_bytes()],
+            ..HostPolicy::default()
+        },
+    );
+    let refused = |err: OciError, why: &str| {
+        assert_eq!(err.reason(), "PolicyViolation", "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("--require-signature") && text.contains(why),
+            "{text}"
+        );
+    };
+    // Unsigned: refused, although the cache holds it.
+    refused(
+        requiring
+            .pull(&PullRequest::new(&unsigned))
+            .await
+            .unwrap_err(),
+        "no cosign signature",
+    );
+    // Signed by a key the host does not hold, even when the object names that key.
+    refused(
+        requiring
+            .pull(&PullRequest {
+                verify: Some(Verification {
+                    cosign_public_key_pem: other_key.public_pem.clone().into_bytes(),
+                }),
+                ..PullRequest::new(&wrong)
+            })
+            .await
+            .unwrap_err(),
+        "does not verify",
+    );
+    let pulled = requiring.pull(&PullRequest::new(&right)).await.unwrap();
+    assert!(pulled.verified && !pulled.from_cache);
+    drop(registry);
+    let cached = requiring.pull(&PullRequest::new(&right)).await.unwrap();
+    assert!(
+        cached.from_cache && cached.verified,
+        "the host key's verification is kept"
+    );
+
+    // A registry the host does not allow is refused before the cache and the network.
+    let listed = policed(
+        &cache,
+        HostPolicy {
+            allowed_registries: Some(vec!["registry.example.com".into()]),
+            ..HostPolicy::default()
+        },
+    );
+    let err = listed.pull(&PullRequest::new(&right)).await.unwrap_err();
+    assert_eq!(err.reason(), "PolicyViolation", "{err}");
+    assert!(
+        err.to_string()
+            .contains("--allowed-registries registry.example.com"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_corrupted_cache_record_is_dropped_and_pulled_again_never_served() {
+    let registry = TestRegistry::start();
+    let (x_bytes, y_bytes) = (wasm(2048, 1), wasm(2048, 2));
+    let x = rekon_oci::push(&x_bytes, &registry.reference("team/x:v1"), &quick())
+        .await
+        .unwrap();
+    let y = rekon_oci::push(&y_bytes, &registry.reference("team/y:v1"), &quick())
+        .await
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let puller = puller(&cache);
+    puller.pull(&PullRequest::new(&x)).await.unwrap();
+    puller.pull(&PullRequest::new(&y)).await.unwrap();
+
+    // Every record naming X's bytes now names Y's (whatever the layout).
+    let (x_hex, y_hex) = (sha256_hex(&x_bytes), sha256_hex(&y_bytes));
+    let mut rewritten = 0;
+    for entry in walk(cache.path()) {
+        let content = std::fs::read(&entry).unwrap();
+        if let Ok(text) = String::from_utf8(content)
+            && text.contains(&x_hex)
+        {
+            std::fs::write(&entry, text.replace(&x_hex, &y_hex)).unwrap();
+            rewritten += 1;
+        }
+    }
+    assert!(rewritten > 0, "some record names X's bytes");
+    let again = puller.pull(&PullRequest::new(&x)).await.unwrap();
+    assert!(
+        again.bytes[..] == x_bytes[..],
+        "X's bytes, never Y's: got sha256 {}",
+        sha256_hex(&again.bytes)
+    );
+    assert!(
+        !again.from_cache,
+        "the changed record was dropped and X pulled again"
+    );
+
+    // X's bytes change on disk while the registry is gone: refused, not served.
+    drop(registry);
+    let mut flipped = std::fs::read(&again.path).unwrap();
+    flipped[100] ^= 0xff;
+    std::fs::write(&again.path, &flipped).unwrap();
+    let err = puller.pull(&PullRequest::new(&x)).await.unwrap_err();
+    assert_eq!(err.reason(), "Unreachable", "{err}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

@@ -51,7 +51,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     cosign_public_key_pem: pem,
                 }),
             };
-            args.registry.puller()?.pull(&request).await?
+            args.registry.puller(&module)?.pull(&request).await?
         }
     };
     let path = match &args.output {

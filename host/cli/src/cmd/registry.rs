@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use rekon_modules::PrecompiledCache;
-use rekon_oci::{ModuleRef, PullRequest, Puller, PullerOptions, RegistryOptions};
+use rekon_oci::{HostPolicy, ModuleRef, PullRequest, Puller, PullerOptions, RegistryOptions};
 use rekon_runtime::{Engine, GuestLoader, GuestPre};
 
 use crate::module_cache;
@@ -46,7 +46,8 @@ impl RegistryArgs {
         })
     }
 
-    pub fn puller(&self) -> anyhow::Result<Puller> {
+    /// A puller for `reference`; with `--insecure`, its registry may be reached over plain HTTP.
+    pub fn puller(&self, reference: &ModuleRef) -> anyhow::Result<Puller> {
         let cache_dir = match &self.oci_cache_dir {
             Some(dir) => dir.clone(),
             None => default_cache_dir()?,
@@ -55,6 +56,14 @@ impl RegistryArgs {
             cache_dir,
             extra_ca_pem: self.ca_pems()?,
             timeout: Duration::from_secs(self.registry_timeout_seconds),
+            policy: HostPolicy {
+                insecure_registries: self
+                    .insecure
+                    .then(|| reference.registry().to_string())
+                    .into_iter()
+                    .collect(),
+                ..HostPolicy::default()
+            },
             ..PullerOptions::default()
         })?)
     }
@@ -100,7 +109,7 @@ impl RegistryArgs {
             auth: options.auth,
             verify: None,
         };
-        Ok(self.puller()?.pull(&request).await?)
+        Ok(self.puller(&module)?.pull(&request).await?)
     }
 }
 

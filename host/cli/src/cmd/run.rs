@@ -178,7 +178,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     .await?;
     let _objects = objects
         .then(|| {
-            crate::decision_modules::serve(modules, client.clone(), &args.objects, health.clone())
+            let cache_dir = args.modules.cache.dir()?;
+            crate::decision_modules::serve(
+                modules,
+                client.clone(),
+                &args.objects,
+                cache_dir.as_deref(),
+                health.clone(),
+            )
         })
         .transpose()?;
     let controller_modules = load_controller_modules(&modules, &args.controllers)?;

@@ -316,6 +316,7 @@ fn oci_refusal(field: &str, err: &OciError) -> Refusal {
         OciError::Credentials { .. } => RefusalReason::Unauthorized,
         OciError::DigestMismatch { .. } => RefusalReason::DigestMismatch,
         OciError::TooLarge { .. } => RefusalReason::TooLarge,
+        OciError::PolicyViolation { .. } => RefusalReason::PolicyViolation,
         OciError::NotWasm { .. } => RefusalReason::NotAComponent,
         OciError::Unsigned { .. } | OciError::BadSignature { .. } | OciError::Key { .. } => {
             RefusalReason::BadSignature
