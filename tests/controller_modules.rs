@@ -42,9 +42,16 @@ async fn run_modules(state: Vec<Value>, modules: Vec<ControllerModule>, settle: 
         modules,
         ..ClusterOptions::default()
     };
-    simulate(state, vec![], options, settle, Deciders::new(), Arc::new(Journal::new()))
-        .await
-        .expect("simulation runs")
+    simulate(
+        state,
+        vec![],
+        options,
+        settle,
+        Deciders::new(),
+        Arc::new(Journal::new()),
+    )
+    .await
+    .expect("simulation runs")
 }
 
 fn pv_writes(report: &Report) -> Vec<(String, String, u16)> {
@@ -66,19 +73,33 @@ async fn pv_protection_protects_every_pv_and_releases_only_a_deleting_unbound_on
         pv("bound", "Bound", true, &[PV_FINALIZER]),
         pv("released", "Released", true, &[PV_FINALIZER]),
     ];
-    let report = run_modules(state, vec![controller_module("rekon_guest_pv_protection")], quick()).await;
+    let report = run_modules(
+        state,
+        vec![controller_module("rekon_guest_pv_protection")],
+        quick(),
+    )
+    .await;
     report.converged.as_ref().expect("converged");
-    assert_eq!(finalizers(find_pv(&report, "new").expect("new PV")), [PV_FINALIZER]);
+    assert_eq!(
+        finalizers(find_pv(&report, "new").expect("new PV")),
+        [PV_FINALIZER]
+    );
     assert_eq!(
         finalizers(find_pv(&report, "bound").expect("a bound PV stays")),
         [PV_FINALIZER]
     );
-    assert!(find_pv(&report, "released").is_none(), "released PV deleted once its finalizer went");
+    assert!(
+        find_pv(&report, "released").is_none(),
+        "released PV deleted once its finalizer went"
+    );
     let mut writes = pv_writes(&report);
     writes.sort();
     assert_eq!(
         writes,
-        [("patch".into(), "new".into(), 200), ("patch".into(), "released".into(), 200)],
+        [
+            ("patch".into(), "new".into(), 200),
+            ("patch".into(), "released".into(), 200)
+        ],
         "one conditional write per unit of work"
     );
 }
@@ -90,7 +111,12 @@ async fn a_steady_state_writes_nothing() {
         pv("b", "Bound", false, &[PV_FINALIZER]),
         pv("c", "Bound", true, &[PV_FINALIZER]),
     ];
-    let report = run_modules(state, vec![controller_module("rekon_guest_pv_protection")], quick()).await;
+    let report = run_modules(
+        state,
+        vec![controller_module("rekon_guest_pv_protection")],
+        quick(),
+    )
+    .await;
     report.converged.as_ref().expect("converged");
     assert!(pv_writes(&report).is_empty(), "{:?}", pv_writes(&report));
     let decided = report
@@ -121,9 +147,11 @@ impl Decider<ControllerWorld> for Overreaching {
         let rekon_contract::ControllerInput::Decide(_) = input else {
             panic!("the host describes modules before it runs them")
         };
-        Ok(rekon_contract::ControllerDecision::Decide(Decision::Actions(vec![
-            Action::AddFinalizer("example.com/not-declared".into()),
-        ])))
+        Ok(rekon_contract::ControllerDecision::Decide(
+            Decision::Actions(vec![Action::AddFinalizer(
+                "example.com/not-declared".into(),
+            )]),
+        ))
     }
 }
 
@@ -151,8 +179,15 @@ async fn an_action_outside_the_declared_scope_is_refused_and_nothing_is_written(
         .iter()
         .filter(|e| matches!(e, rekon_controllers::journal::Entry::Decision { controller, .. } if controller == "overreaching"))
         .count();
-    assert!(decided >= 2, "the refused key is retried ({decided} decisions)");
-    assert!(pv_writes(&report).is_empty(), "nothing written: {:?}", pv_writes(&report));
+    assert!(
+        decided >= 2,
+        "the refused key is retried ({decided} decisions)"
+    );
+    assert!(
+        pv_writes(&report).is_empty(),
+        "nothing written: {:?}",
+        pv_writes(&report)
+    );
     assert!(finalizers(find_pv(&report, "a").unwrap()).is_empty());
 }
 
@@ -201,7 +236,11 @@ mod pinned_scope {
             panic!("{refused:?}")
         };
         assert_eq!(asked, &["finalizer \"kubernetes.io/pv-protection\""]);
-        assert!(refused[0].to_string().contains("ScopeNotAllowed"), "{}", refused[0]);
+        assert!(
+            refused[0].to_string().contains("ScopeNotAllowed"),
+            "{}",
+            refused[0]
+        );
     }
 
     #[test]

@@ -92,7 +92,10 @@ fn pod_uses_pvc(pod: &Object, pvc: &Object) -> bool {
             return claim.as_str() == Some(pvc.name());
         }
         if volume.get("ephemeral").is_some() {
-            let name = volume.get("name").and_then(Value::as_str).unwrap_or_default();
+            let name = volume
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             return !shut_down
                 && pvc.name() == format!("{}-{name}", pod.name())
                 && pvc.is_controlled_by(pod.uid());

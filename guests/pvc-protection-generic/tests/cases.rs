@@ -81,7 +81,9 @@ fn generic_decision(decision: PvcDecision) -> Decision {
                 .into_iter()
                 .map(|a| match a {
                     PvcAction::AddFinalizer(_) => Action::AddFinalizer(logic::FINALIZER.into()),
-                    PvcAction::RemoveFinalizer(_) => Action::RemoveFinalizer(logic::FINALIZER.into()),
+                    PvcAction::RemoveFinalizer(_) => {
+                        Action::RemoveFinalizer(logic::FINALIZER.into())
+                    }
                 })
                 .collect(),
         ),

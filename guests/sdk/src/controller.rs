@@ -274,10 +274,15 @@ pub mod json_text {
     pub mod list {
         use super::*;
 
-        pub fn serialize<S: Serializer>(texts: &[String], serializer: S) -> Result<S::Ok, S::Error> {
+        pub fn serialize<S: Serializer>(
+            texts: &[String],
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
             let values: Vec<Value> = texts
                 .iter()
-                .map(|text| serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())))
+                .map(|text| {
+                    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+                })
                 .collect();
             values.serialize(serializer)
         }

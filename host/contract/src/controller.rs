@@ -103,7 +103,9 @@ pub mod v0_3_0 {
     rekon_guest::impl_controller_conversions!(controller_decider);
 }
 
-impl<T: Send + 'static> WorldBinding<ControllerWorld, T> for Bound<v0_3_0::world::ControllerPre<T>> {
+impl<T: Send + 'static> WorldBinding<ControllerWorld, T>
+    for Bound<v0_3_0::world::ControllerPre<T>>
+{
     fn version(&self) -> &'static ContractVersion {
         self.version
     }

@@ -243,7 +243,11 @@ impl Shared {
     }
 
     /// Waits until the server serves every kind of `module`, then runs it.
-    async fn discover_module_then_start(self: Arc<Self>, module: ControllerModule, every: Duration) {
+    async fn discover_module_then_start(
+        self: Arc<Self>,
+        module: ControllerModule,
+        every: Duration,
+    ) {
         let mut first = true;
         let mut logged = false;
         loop {
@@ -387,8 +391,11 @@ impl Host {
         }
         for module in config.modules {
             if !config.controllers.enables(module.name(), module.pinned) {
-                tracing::info!(controller = module.name(), pinned = module.pinned,
-                    "controller module not run: --controllers does not select it (an unpinned module runs only when named)");
+                tracing::info!(
+                    controller = module.name(),
+                    pinned = module.pinned,
+                    "controller module not run: --controllers does not select it (an unpinned module runs only when named)"
+                );
                 continue;
             }
             shared.undiscovered.fetch_add(1, Ordering::AcqRel);

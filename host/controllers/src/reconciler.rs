@@ -166,7 +166,8 @@ pub(crate) async fn work<R: Reconciler>(
                 (Outcome::Retry, ReconcileResult::Error)
             }
         };
-        ctx.observer.reconciled(controller.name(), result, started.elapsed());
+        ctx.observer
+            .reconciled(controller.name(), result, started.elapsed());
         queue.finish(&key, outcome);
         on_done();
     }

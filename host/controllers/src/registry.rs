@@ -80,7 +80,10 @@ impl FromStr for Selection {
 impl Selection {
     /// Refuses a name that is neither a built-in controller nor one of
     /// `modules` (the controller modules loaded), naming the known ones.
-    pub fn check_known<'a>(&self, modules: impl IntoIterator<Item = &'a str>) -> Result<(), SelectionError> {
+    pub fn check_known<'a>(
+        &self,
+        modules: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), SelectionError> {
         let mut known: Vec<&str> = names().collect();
         known.extend(modules);
         for entry in &self.0 {
@@ -185,7 +188,10 @@ mod tests {
         assert!(err.to_string().contains("pvc-protection, resource-claim"));
         let all = Selection::default();
         assert!(all.enables("pv-protection", true));
-        assert!(!all.enables("pv-protection", false), "off by default: only when named");
+        assert!(
+            !all.enables("pv-protection", false),
+            "off by default: only when named"
+        );
         let module = "pv-protection".parse::<Selection>().unwrap();
         assert!(module.enables("pv-protection", false));
         assert!(module.check_known([]).is_err());

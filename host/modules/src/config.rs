@@ -352,7 +352,10 @@ impl GuestsConfig {
             if key == "controllers" {
                 let modules: BTreeMap<String, ControllerModuleConfig> =
                     serde_path_to_error::deserialize(value).map_err(|err| {
-                        invalid(format!("controllers.{}", err.path()), err.into_inner().to_string())
+                        invalid(
+                            format!("controllers.{}", err.path()),
+                            err.into_inner().to_string(),
+                        )
                     })?;
                 for (name, module) in &modules {
                     check_file_name(&module.module)
@@ -377,16 +380,18 @@ impl GuestsConfig {
                 controllers = Some(modules);
                 continue;
             }
-            let world = World::named(&key).filter(|w| !w.is_generic()).ok_or_else(|| {
-                let known: Vec<String> = World::dedicated().map(|w| format!("`{w}`")).collect();
-                invalid(
-                    "(top level)".into(),
-                    format!(
-                        "unknown field `{key}`, expected one of {}",
-                        known.join(", ")
-                    ),
-                )
-            })?;
+            let world = World::named(&key)
+                .filter(|w| !w.is_generic())
+                .ok_or_else(|| {
+                    let known: Vec<String> = World::dedicated().map(|w| format!("`{w}`")).collect();
+                    invalid(
+                        "(top level)".into(),
+                        format!(
+                            "unknown field `{key}`, expected one of {}",
+                            known.join(", ")
+                        ),
+                    )
+                })?;
             let controller: ControllerConfig =
                 serde_path_to_error::deserialize(value).map_err(|err| {
                     let path = err.path().to_string();

@@ -106,13 +106,12 @@ pub fn load_controller(
         });
     }
     let version = loader.load(World::of::<ControllerWorld>(), limits, &file)?;
-    let description = version
-        .guest()
-        .describe_controller()
-        .map_err(|source| ControllerModuleError::Describe {
+    let description = version.guest().describe_controller().map_err(|source| {
+        ControllerModuleError::Describe {
             path: shown.clone(),
             source,
-        })?;
+        }
+    })?;
     if let Some(pin) = &pin {
         if description.name != pin.name {
             return Err(ControllerModuleError::WrongName {
@@ -228,5 +227,9 @@ fn read_config(
         return Ok(None);
     };
     let shown = path.display().to_string();
-    Ok(Some(crate::GuestsConfig::parse(&shown, &text, max_memory_mib)?))
+    Ok(Some(crate::GuestsConfig::parse(
+        &shown,
+        &text,
+        max_memory_mib,
+    )?))
 }

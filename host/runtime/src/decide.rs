@@ -4,8 +4,8 @@
 //! is dropped with it and the engine keeps serving.
 
 use rekon_contract::{
-    BindWorld, CallError, ControllerDecision, ControllerInput, ControllerWorld, PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput,
-    ResourceClaimWorld, model,
+    BindWorld, CallError, ControllerDecision, ControllerInput, ControllerWorld, PvcProtectionWorld,
+    ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld, model,
 };
 use wasmtime::Trap;
 

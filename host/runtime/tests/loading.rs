@@ -52,12 +52,14 @@ fn empty_component_exports_nothing() {
         "{message}"
     );
     assert!(
-        message.ends_with(
-            "; it exports nothing; host supports rekon:reconcile 0.3.0, 0.2.0, 0.1.0"
-        ),
+        message
+            .ends_with("; it exports nothing; host supports rekon:reconcile 0.3.0, 0.2.0, 0.1.0"),
         "{message}"
     );
-    assert!(message.contains("rekon:reconcile/claim-decider@0.1.0"), "{message}");
+    assert!(
+        message.contains("rekon:reconcile/claim-decider@0.1.0"),
+        "{message}"
+    );
     // Every world's decider, at every version that has the world.
     for world in World::all() {
         let newest = if world.is_generic() { "0.3.0" } else { "0.2.0" };

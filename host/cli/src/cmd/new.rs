@@ -33,18 +33,21 @@ enum Lang {
 
 /// The contract, as this rekon serves it (newest version only).
 const WIT: [(&str, &str); 4] = [
-    ("wit/types.wit", include_str!("../../../../wit/types.wit")),
+    (
+        "wit/types.wit",
+        include_str!("../../../../wit/deps/rekon-reconcile@0.2.0/types.wit"),
+    ),
     (
         "wit/pvc-protection.wit",
-        include_str!("../../../../wit/pvc-protection.wit"),
+        include_str!("../../../../wit/deps/rekon-reconcile@0.2.0/pvc-protection.wit"),
     ),
     (
         "wit/resource-claim.wit",
-        include_str!("../../../../wit/resource-claim.wit"),
+        include_str!("../../../../wit/deps/rekon-reconcile@0.2.0/resource-claim.wit"),
     ),
     (
         "wit/ephemeral-volume.wit",
-        include_str!("../../../../wit/ephemeral-volume.wit"),
+        include_str!("../../../../wit/deps/rekon-reconcile@0.2.0/ephemeral-volume.wit"),
     ),
 ];
 

@@ -59,8 +59,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let plural = |kind: &Kind| {
         plurals.get(kind).cloned().unwrap_or_else(|| {
-            ApiResource::from_gvk(&GroupVersionKind::gvk(&kind.group, &kind.version, &kind.kind))
-                .plural
+            ApiResource::from_gvk(&GroupVersionKind::gvk(
+                &kind.group,
+                &kind.version,
+                &kind.kind,
+            ))
+            .plural
         })
     };
     let manifests = rbac::manifests(description, &plural, &args.namespace);

@@ -176,6 +176,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         objects,
     )
     .await?;
+    let controller_modules = load_controller_modules(&modules, &args.controllers)?;
     let _objects = objects
         .then(|| {
             let cache_dir = args.modules.cache.dir()?;
@@ -188,7 +189,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             )
         })
         .transpose()?;
-    let controller_modules = load_controller_modules(&modules, &args.controllers)?;
     health.set_guests_loaded(true);
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::to_sink(Box::new(

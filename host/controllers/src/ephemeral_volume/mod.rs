@@ -49,7 +49,6 @@ impl Reconciler for EphemeralVolumeController {
     type World = EphemeralVolumeWorld;
     type Key = ObjectKey;
 
-
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
         watches.on::<CachedPod>(keys::keys_for_pod);
         let this = self.clone();

@@ -39,7 +39,10 @@ impl Generic {
         // next write chains its resourceVersion, and deciding again on the
         // older copy would only write in vain.
         let written = |stored: &DynamicObject| {
-            let projected = self.checked.primary_projection.project(&super::to_value(stored));
+            let projected = self
+                .checked
+                .primary_projection
+                .project(&super::to_value(stored));
             self.primary
                 .apply_own_write(Cached::new(projected), &primary.resource_version);
             stored.metadata.resource_version.clone().unwrap_or_default()
@@ -47,7 +50,16 @@ impl Generic {
         if let Some(metadata) = plan.metadata {
             let patch = serde_json::json!({ "metadata": metadata });
             match writer
-                .merge_patch(key, &api, &plural, namespace, name, &resource_version, patch, false)
+                .merge_patch(
+                    key,
+                    &api,
+                    &plural,
+                    namespace,
+                    name,
+                    &resource_version,
+                    patch,
+                    false,
+                )
                 .await
             {
                 Ok(stored) => resource_version = written(&stored),
@@ -141,7 +153,16 @@ impl Generic {
                 patch,
             } => {
                 let stored = writer
-                    .merge_patch(key, &api, &plural, namespace, &name, &resource_version, patch, false)
+                    .merge_patch(
+                        key,
+                        &api,
+                        &plural,
+                        namespace,
+                        &name,
+                        &resource_version,
+                        patch,
+                        false,
+                    )
                     .await?;
                 self.remember_child(&kind, &stored);
             }

@@ -73,11 +73,10 @@ pub fn check(description: Description) -> Result<Checked, DescriptionError> {
         .iter()
         .map(|p| FieldPath::parse(p))
         .collect::<Result<_, _>>()?;
-    let primary_projection = Projection::new(&description.primary_fields)?.with(
-        status_fields
-            .iter()
-            .map(|p| FieldPath::parse(&format!("status.{}", p.as_str())).expect("prefixed valid path")),
-    );
+    let primary_projection =
+        Projection::new(&description.primary_fields)?.with(status_fields.iter().map(|p| {
+            FieldPath::parse(&format!("status.{}", p.as_str())).expect("prefixed valid path")
+        }));
     let mut watch_projections = Vec::new();
     for (i, watch) in description.watches.iter().enumerate() {
         check_kind(&watch.kind).map_err(|r| field(&format!("watches[{i}].kind"), r))?;
@@ -93,7 +92,10 @@ pub fn check(description: Description) -> Result<Checked, DescriptionError> {
         if !is_qualified_name(finalizer) {
             return Err(field(
                 &format!("scope.finalizers[{i}]"),
-                format!("{:?} is not a qualified name (domain/name)", cut(finalizer, 256)),
+                format!(
+                    "{:?} is not a qualified name (domain/name)",
+                    cut(finalizer, 256)
+                ),
             ));
         }
     }
@@ -199,7 +201,11 @@ mod tests {
     fn a_good_description_is_checked() {
         let checked = check(foo()).unwrap();
         assert_eq!(checked.name(), "sample");
-        assert!(checked.child(&Kind::new("apps", "v1", "Deployment")).is_some());
+        assert!(
+            checked
+                .child(&Kind::new("apps", "v1", "Deployment"))
+                .is_some()
+        );
     }
 
     #[test]

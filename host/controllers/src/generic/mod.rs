@@ -27,9 +27,9 @@ pub mod validate;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::Scope;
-use kube::Client;
 use rekon_contract::controller::{Decision, Input, Kind, Related};
 use rekon_contract::{ControllerDecision, ControllerInput, ControllerWorld};
 use serde_json::{Value, json};
@@ -127,7 +127,9 @@ pub async fn resolve_all(
 ) -> Result<HashMap<Kind, Resolved>, (Kind, kube::Error)> {
     let mut resolved = HashMap::new();
     for kind in module.kinds() {
-        let found = resolve(client, &kind).await.map_err(|e| (kind.clone(), e))?;
+        let found = resolve(client, &kind)
+            .await
+            .map_err(|e| (kind.clone(), e))?;
         resolved.insert(kind, found);
     }
     Ok(resolved)
@@ -152,7 +154,11 @@ pub struct Generic {
 }
 
 impl Generic {
-    pub fn new(ctx: Arc<Context>, module: ControllerModule, kinds: HashMap<Kind, Resolved>) -> Self {
+    pub fn new(
+        ctx: Arc<Context>,
+        module: ControllerModule,
+        kinds: HashMap<Kind, Resolved>,
+    ) -> Self {
         let checked = module.checked;
         let description = &checked.description;
         let relations: Vec<Relation> = description
@@ -334,7 +340,11 @@ impl Reconciler for Generic {
                     let unchanged = old
                         .as_ref()
                         .is_some_and(|old| old.resource_version == new.resource_version);
-                    if unchanged { Vec::new() } else { vec![new.key.clone()] }
+                    if unchanged {
+                        Vec::new()
+                    } else {
+                        vec![new.key.clone()]
+                    }
                 }
                 Change::Deleted(_) => Vec::new(),
             },
@@ -346,9 +356,7 @@ impl Reconciler for Generic {
                 self.api(&watched.kind, ""),
                 move |object: &DynamicObject| Cached::new(projection.project(&to_value(object))),
                 watched.cache.clone(),
-                move |change: &Change<Cached>| {
-                    this.watched[i].relation.keys(change, &this.primary)
-                },
+                move |change: &Change<Cached>| this.watched[i].relation.keys(change, &this.primary),
             );
         }
     }

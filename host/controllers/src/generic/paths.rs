@@ -42,7 +42,9 @@ impl FieldPath {
                     None => (part, false),
                 };
                 if name.is_empty() || name.contains(['[', ']', '*']) {
-                    return Err(error("each step is a field name, optionally followed by [*]"));
+                    return Err(error(
+                        "each step is a field name, optionally followed by [*]",
+                    ));
                 }
                 Ok(if each {
                     Step::Each(name.to_string())
@@ -64,11 +66,7 @@ impl FieldPath {
     /// Whether `other` is this path or lies under it (`status` covers `status.phase`).
     pub fn covers(&self, other: &FieldPath) -> bool {
         other.steps.len() >= self.steps.len()
-            && self
-                .steps
-                .iter()
-                .zip(&other.steps)
-                .all(|(a, b)| a == b)
+            && self.steps.iter().zip(&other.steps).all(|(a, b)| a == b)
     }
 
     /// The strings found at this path (every element for `[*]` steps).
@@ -111,7 +109,12 @@ fn collect<'a>(value: &'a Value, steps: &[Step], found: &mut Vec<&'a str>) {
             }
         }
         Step::Each(name) => {
-            for element in value.get(name).and_then(Value::as_array).into_iter().flatten() {
+            for element in value
+                .get(name)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 collect(element, rest, found);
             }
         }
@@ -251,7 +254,12 @@ mod tests {
     fn strings_follow_every_list_element() {
         let path = FieldPath::parse("spec.volumes[*].persistentVolumeClaim.claimName").unwrap();
         assert_eq!(path.strings(&pod()), ["data", "logs"]);
-        assert!(FieldPath::parse("spec.nodeName").unwrap().strings(&json!({})).is_empty());
+        assert!(
+            FieldPath::parse("spec.nodeName")
+                .unwrap()
+                .strings(&json!({}))
+                .is_empty()
+        );
     }
 
     #[test]

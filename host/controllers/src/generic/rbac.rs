@@ -67,7 +67,8 @@ pub fn rules(description: &Description, plural: Plural<'_>) -> Vec<Value> {
 /// The ClusterRole and its binding to rekon's ServiceAccount, as a List.
 pub fn manifests(description: &Description, plural: Plural<'_>, namespace: &str) -> Value {
     let name = format!("rekon-module-{}", description.name);
-    let labels = json!({ "app.kubernetes.io/name": "rekon", "rekon.dev/controller": description.name });
+    let labels =
+        json!({ "app.kubernetes.io/name": "rekon", "rekon.dev/controller": description.name });
     json!({
         "apiVersion": "v1",
         "kind": "List",
@@ -134,11 +135,27 @@ mod tests {
                 .find(|r| r["apiGroups"][0] == group && r["resources"][0] == resource)
                 .map(|r| r["verbs"].clone())
         };
-        assert_eq!(find("apps", "deployments"), Some(json!(["create", "get", "list", "patch", "watch"])));
-        assert_eq!(find("samplecontroller.k8s.io", "foos"), Some(json!(["get", "list", "patch", "watch"])));
-        assert_eq!(find("samplecontroller.k8s.io", "foos/status"), Some(json!(["patch"])));
+        assert_eq!(
+            find("apps", "deployments"),
+            Some(json!(["create", "get", "list", "patch", "watch"]))
+        );
+        assert_eq!(
+            find("samplecontroller.k8s.io", "foos"),
+            Some(json!(["get", "list", "patch", "watch"]))
+        );
+        assert_eq!(
+            find("samplecontroller.k8s.io", "foos/status"),
+            Some(json!(["patch"]))
+        );
         assert_eq!(find("", "pods"), Some(json!(["get", "list"])));
-        assert_eq!(find("events.k8s.io", "events"), Some(json!(["create", "patch"])));
-        assert!(!rules.iter().any(|r| r["verbs"].as_array().unwrap().contains(&json!("delete"))));
+        assert_eq!(
+            find("events.k8s.io", "events"),
+            Some(json!(["create", "patch"]))
+        );
+        assert!(
+            !rules
+                .iter()
+                .any(|r| r["verbs"].as_array().unwrap().contains(&json!("delete")))
+        );
     }
 }

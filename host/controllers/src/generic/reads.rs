@@ -64,7 +64,10 @@ impl Generic {
                     ));
                     result
                         .map_err(|source| ReconcileError::Read {
-                            what: format!("live get of {resource} {namespace}/{}", cut(&get.name, 256)),
+                            what: format!(
+                                "live get of {resource} {namespace}/{}",
+                                cut(&get.name, 256)
+                            ),
                             source,
                         })?
                         .into_iter()

@@ -40,7 +40,8 @@ impl Relation {
             Mapping::Owner | Mapping::SameName => None,
         };
         Self {
-            primary_index: matches!(mapping, Mapping::NamedBy(_)).then(|| format!("named-by-{index}")),
+            primary_index: matches!(mapping, Mapping::NamedBy(_))
+                .then(|| format!("named-by-{index}")),
             mapping: mapping.clone(),
             path,
             primary: primary.clone(),
@@ -112,7 +113,8 @@ impl Relation {
                 keys.extend(
                     owner_refs(&object.value)
                         .filter(|r| {
-                            r.get("kind").and_then(Value::as_str) == Some(self.primary.kind.as_str())
+                            r.get("kind").and_then(Value::as_str)
+                                == Some(self.primary.kind.as_str())
                                 && api_group(r.get("apiVersion").and_then(Value::as_str)) == group
                         })
                         .filter_map(|r| r.get("name").and_then(Value::as_str))
@@ -133,7 +135,10 @@ impl Relation {
                     .map(|p| p.key.clone()),
             ),
             (Mapping::NamedBy(_), Some(_)) => {
-                let index = self.primary_index.as_deref().expect("named-by has its index");
+                let index = self
+                    .primary_index
+                    .as_deref()
+                    .expect("named-by has its index");
                 keys.extend(
                     primaries
                         .by_index(index, &object.key.to_string_in_namespace())
@@ -148,7 +153,10 @@ impl Relation {
     /// The watched objects a decision of `primary` is given, sorted by key.
     pub fn related(&self, primary: &Cached, cache: &Cache<Cached>) -> Vec<Arc<Cached>> {
         let namespace = &primary.key.namespace;
-        let uid = primary.value.pointer("/metadata/uid").and_then(Value::as_str);
+        let uid = primary
+            .value
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str);
         match (&self.mapping, &self.path) {
             (Mapping::Owner, _) => uid.map_or_else(Vec::new, |uid| cache.by_index(BY_OWNER, uid)),
             (Mapping::SameName, _) => cache.get(&primary.key).into_iter().collect(),
@@ -215,9 +223,12 @@ pub fn selects(selector: Option<&Value>, object: &Value) -> bool {
     let Some(selector) = selector.and_then(Value::as_object) else {
         return false;
     };
-    let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
+    let labels = object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object);
     let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-    let structured = selector.contains_key("matchLabels") || selector.contains_key("matchExpressions");
+    let structured =
+        selector.contains_key("matchLabels") || selector.contains_key("matchExpressions");
     let match_labels = if structured {
         selector.get("matchLabels").and_then(Value::as_object)
     } else {
@@ -232,7 +243,10 @@ pub fn selects(selector: Option<&Value>, object: &Value) -> bool {
     if pairs == 0 && expressions.is_empty() {
         return false;
     }
-    let labels_match = match_labels.into_iter().flatten().all(|(key, value)| label(key) == value.as_str());
+    let labels_match = match_labels
+        .into_iter()
+        .flatten()
+        .all(|(key, value)| label(key) == value.as_str());
     labels_match
         && expressions.iter().all(|e| {
             let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
@@ -270,8 +284,10 @@ mod tests {
     }
 
     fn deployment(name: &str, owner: Option<&str>, app: &str) -> Arc<Cached> {
-        let owners = owner.map(|o| json!([{ "apiVersion": "samplecontroller.k8s.io/v1alpha1",
-            "kind": "Foo", "name": o, "uid": format!("uid-{o}"), "controller": true }]));
+        let owners = owner.map(|o| {
+            json!([{ "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+            "kind": "Foo", "name": o, "uid": format!("uid-{o}"), "controller": true }])
+        });
         cached(json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": { "namespace": "ns", "name": name, "uid": format!("d-{name}"), "resourceVersion": "1",
@@ -299,10 +315,17 @@ mod tests {
         let (relation, primaries, related) = setup(Mapping::Owner);
         let child = deployment("web", Some("a"), "a");
         related.apply((*child).clone());
-        assert_eq!(relation.keys(&applied(None, child), &primaries), [ObjectKey::new("ns", "a")]);
+        assert_eq!(
+            relation.keys(&applied(None, child), &primaries),
+            [ObjectKey::new("ns", "a")]
+        );
         let orphan = deployment("other", None, "a");
         assert!(relation.keys(&applied(None, orphan), &primaries).is_empty());
-        let names: Vec<_> = relation.related(&foo("a", "web"), &related).iter().map(|o| o.key.name.clone()).collect();
+        let names: Vec<_> = relation
+            .related(&foo("a", "web"), &related)
+            .iter()
+            .map(|o| o.key.name.clone())
+            .collect();
         assert_eq!(names, ["web"]);
         assert!(relation.related(&foo("b", "web"), &related).is_empty());
     }
@@ -312,7 +335,13 @@ mod tests {
         let (relation, primaries, related) = setup(Mapping::NamedBy("spec.deploymentName".into()));
         primaries.apply((*foo("a", "web")).clone());
         primaries.apply((*foo("b", "api")).clone());
-        let keys = relation.keys(&applied(Some(deployment("api", None, "x")), deployment("web", None, "x")), &primaries);
+        let keys = relation.keys(
+            &applied(
+                Some(deployment("api", None, "x")),
+                deployment("web", None, "x"),
+            ),
+            &primaries,
+        );
         assert_eq!(keys, [ObjectKey::new("ns", "a"), ObjectKey::new("ns", "b")]);
         related.apply((*deployment("web", None, "x")).clone());
         let found = relation.related(&foo("a", "web"), &related);
@@ -322,11 +351,14 @@ mod tests {
 
     #[test]
     fn a_field_index_maps_values_to_keys_in_the_objects_namespace() {
-        let (relation, primaries, related) =
-            setup(Mapping::FieldIndex("spec.volumes[*].persistentVolumeClaim.claimName".into()));
-        let pod = cached(json!({ "metadata": { "namespace": "ns", "name": "p", "uid": "u" },
+        let (relation, primaries, related) = setup(Mapping::FieldIndex(
+            "spec.volumes[*].persistentVolumeClaim.claimName".into(),
+        ));
+        let pod = cached(
+            json!({ "metadata": { "namespace": "ns", "name": "p", "uid": "u" },
             "spec": { "volumes": [ { "persistentVolumeClaim": { "claimName": "data" } },
-                                   { "persistentVolumeClaim": { "claimName": "logs" } } ] } }));
+                                   { "persistentVolumeClaim": { "claimName": "logs" } } ] } }),
+        );
         related.apply((*pod).clone());
         assert_eq!(
             relation.keys(&Change::Deleted(pod), &primaries),
@@ -334,7 +366,8 @@ mod tests {
         );
         let pvc = cached(json!({ "metadata": { "namespace": "ns", "name": "data", "uid": "c" } }));
         assert_eq!(relation.related(&pvc, &related).len(), 1);
-        let other = cached(json!({ "metadata": { "namespace": "other", "name": "data", "uid": "c2" } }));
+        let other =
+            cached(json!({ "metadata": { "namespace": "other", "name": "data", "uid": "c2" } }));
         assert!(relation.related(&other, &related).is_empty());
     }
 
@@ -345,7 +378,10 @@ mod tests {
         primaries.apply((*foo("b", "web")).clone());
         let labelled = deployment("d", None, "b");
         related.apply((*labelled).clone());
-        assert_eq!(relation.keys(&applied(None, labelled), &primaries), [ObjectKey::new("ns", "b")]);
+        assert_eq!(
+            relation.keys(&applied(None, labelled), &primaries),
+            [ObjectKey::new("ns", "b")]
+        );
         assert_eq!(relation.related(&foo("b", "x"), &related).len(), 1);
         assert!(relation.related(&foo("a", "x"), &related).is_empty());
     }
@@ -357,10 +393,16 @@ mod tests {
         assert!(!selects(Some(&json!({})), &object), "empty selects nothing");
         assert!(!selects(None, &object));
         let expr = |op: &str, values: Value| json!({ "matchExpressions": [{ "key": "tier", "operator": op, "values": values }] });
-        assert!(selects(Some(&expr("In", json!(["front", "back"]))), &object));
+        assert!(selects(
+            Some(&expr("In", json!(["front", "back"]))),
+            &object
+        ));
         assert!(!selects(Some(&expr("NotIn", json!(["front"]))), &object));
         assert!(selects(Some(&expr("Exists", json!([]))), &object));
         assert!(!selects(Some(&expr("DoesNotExist", json!([]))), &object));
-        assert!(!selects(Some(&json!({ "matchLabels": { "app": "api" } })), &object));
+        assert!(!selects(
+            Some(&json!({ "matchLabels": { "app": "api" } })),
+            &object
+        ));
     }
 }

@@ -26,7 +26,10 @@ pub struct Refusal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChildWrite {
     /// The object to create, with namespace and owner reference set.
-    Create { kind: Kind, object: Value },
+    Create {
+        kind: Kind,
+        object: Value,
+    },
     /// A merge patch conditional on the resourceVersion the decision saw.
     Update {
         kind: Kind,
@@ -77,7 +80,11 @@ pub fn plan(scope: &Checked, seen: &Seen<'_>, actions: &[Action]) -> Result<Plan
     let str_list = |field: &str| -> Vec<String> {
         meta.get(field)
             .and_then(Value::as_array)
-            .map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .map(|l| {
+                l.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let mut finalizers = str_list("finalizers");
@@ -86,7 +93,10 @@ pub fn plan(scope: &Checked, seen: &Seen<'_>, actions: &[Action]) -> Result<Plan
     let mut annotations = Map::new();
     let mut status = Map::new();
     let primary_uid = meta.get("uid").and_then(Value::as_str).unwrap_or_default();
-    let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or_default();
+    let namespace = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
 
     for action in actions {
         let refuse = |reason: String| Refusal {
@@ -97,7 +107,9 @@ pub fn plan(scope: &Checked, seen: &Seen<'_>, actions: &[Action]) -> Result<Plan
         match action {
             Action::AddFinalizer(name) | Action::RemoveFinalizer(name) => {
                 if !scope.finalizers.contains(name) {
-                    return Err(refuse("finalizer not declared in the module's scope".into()));
+                    return Err(refuse(
+                        "finalizer not declared in the module's scope".into(),
+                    ));
                 }
                 let add = matches!(action, Action::AddFinalizer(_));
                 let present = finalizers.contains(name);
@@ -114,8 +126,15 @@ pub fn plan(scope: &Checked, seen: &Seen<'_>, actions: &[Action]) -> Result<Plan
                 }
             }
             Action::SetLabels(changes) => {
-                set_keys("label", &scope.labels, &meta, "labels", changes, &mut labels)
-                    .map_err(refuse)?;
+                set_keys(
+                    "label",
+                    &scope.labels,
+                    &meta,
+                    "labels",
+                    changes,
+                    &mut labels,
+                )
+                .map_err(refuse)?;
             }
             Action::SetAnnotations(changes) => set_keys(
                 "annotation",
@@ -137,10 +156,14 @@ pub fn plan(scope: &Checked, seen: &Seen<'_>, actions: &[Action]) -> Result<Plan
             }
             Action::DeletePrimary(deletion) => {
                 if !scope.delete_primary {
-                    return Err(refuse("deleting the primary is not in the module's scope".into()));
+                    return Err(refuse(
+                        "deleting the primary is not in the module's scope".into(),
+                    ));
                 }
                 if deletion.resource_version.is_empty() {
-                    return Err(refuse("a delete needs the resourceVersion the decision saw".into()));
+                    return Err(refuse(
+                        "a delete needs the resourceVersion the decision saw".into(),
+                    ));
                 }
                 plan.delete_primary = Some(deletion.clone());
             }
@@ -154,7 +177,10 @@ pub fn plan(scope: &Checked, seen: &Seen<'_>, actions: &[Action]) -> Result<Plan
             }
             Action::UpdateChild(update) => {
                 if !scope.child(&update.kind).is_some_and(|c| c.update) {
-                    return Err(refuse(format!("updating {} is not in the module's scope", update.kind)));
+                    return Err(refuse(format!(
+                        "updating {} is not in the module's scope",
+                        update.kind
+                    )));
                 }
                 let patch = parse_object(&update.patch).map_err(refuse)?;
                 if let Some(metadata) = patch.get("metadata") {
@@ -162,12 +188,18 @@ pub fn plan(scope: &Checked, seen: &Seen<'_>, actions: &[Action]) -> Result<Plan
                         .as_object()
                         .is_some_and(|m| m.keys().all(|k| k == "labels" || k == "annotations"));
                     if !allowed {
-                        return Err(refuse("a child update may change only labels and annotations of its metadata".into()));
+                        return Err(refuse(
+                            "a child update may change only labels and annotations of its metadata"
+                                .into(),
+                        ));
                     }
                 }
-                let current = owned_child(seen, &update.kind, &update.name, primary_uid).map_err(refuse)?;
+                let current =
+                    owned_child(seen, &update.kind, &update.name, primary_uid).map_err(refuse)?;
                 if update.resource_version.is_empty() {
-                    return Err(refuse("an update needs the resourceVersion the decision saw".into()));
+                    return Err(refuse(
+                        "an update needs the resourceVersion the decision saw".into(),
+                    ));
                 }
                 let mut merged = current.clone();
                 json_patch::merge(&mut merged, &Value::Object(patch.clone()));
@@ -182,21 +214,29 @@ pub fn plan(scope: &Checked, seen: &Seen<'_>, actions: &[Action]) -> Result<Plan
             }
             Action::DeleteChild(child) => {
                 if !scope.child(&child.kind).is_some_and(|c| c.delete) {
-                    return Err(refuse(format!("deleting {} is not in the module's scope", child.kind)));
+                    return Err(refuse(format!(
+                        "deleting {} is not in the module's scope",
+                        child.kind
+                    )));
                 }
-                let current = owned_child(seen, &child.kind, &child.name, primary_uid).map_err(refuse)?;
+                let current =
+                    owned_child(seen, &child.kind, &child.name, primary_uid).map_err(refuse)?;
                 let uid = current.pointer("/metadata/uid").and_then(Value::as_str);
                 if uid != Some(child.uid.as_str()) {
                     return Err(refuse("the uid is not the cached child's".into()));
                 }
                 if child.resource_version.is_empty() {
-                    return Err(refuse("a delete needs the resourceVersion the decision saw".into()));
+                    return Err(refuse(
+                        "a delete needs the resourceVersion the decision saw".into(),
+                    ));
                 }
                 plan.children.push(ChildWrite::Delete(child.clone()));
             }
             Action::Event(event) => {
                 if !scope.event_reasons.contains(&event.reason) {
-                    return Err(refuse("event reason not declared in the module's scope".into()));
+                    return Err(refuse(
+                        "event reason not declared in the module's scope".into(),
+                    ));
                 }
                 plan.events.push(Event {
                     message: cut(&event.message, EVENT_NOTE_BYTES),
@@ -244,9 +284,14 @@ fn set_keys(
     let current = meta.get(field);
     for change in changes {
         if !allowed.contains(&change.key) {
-            return Err(format!("{what} {:?} not declared in the module's scope", cut(&change.key, 256)));
+            return Err(format!(
+                "{what} {:?} not declared in the module's scope",
+                cut(&change.key, 256)
+            ));
         }
-        let now = current.and_then(|m| m.get(&change.key)).and_then(Value::as_str);
+        let now = current
+            .and_then(|m| m.get(&change.key))
+            .and_then(Value::as_str);
         if now != change.value.as_deref() {
             into.insert(
                 change.key.clone(),
@@ -274,7 +319,11 @@ fn check_status_paths(
             continue;
         }
         match value.as_object() {
-            Some(nested) if declared.iter().any(|d| d.as_str().starts_with(&format!("{path}."))) => {
+            Some(nested)
+                if declared
+                    .iter()
+                    .any(|d| d.as_str().starts_with(&format!("{path}."))) =>
+            {
                 check_status_paths(declared, nested, &path)?
             }
             _ => {
@@ -297,9 +346,17 @@ fn parse_object(text: &str) -> Result<Map<String, Value>, String> {
 }
 
 /// A cached child of the primary: it must exist and be controlled by the primary.
-fn owned_child(seen: &Seen<'_>, kind: &Kind, name: &str, primary_uid: &str) -> Result<Value, String> {
+fn owned_child(
+    seen: &Seen<'_>,
+    kind: &Kind,
+    name: &str,
+    primary_uid: &str,
+) -> Result<Value, String> {
     let child = (seen.child)(kind, name).ok_or_else(|| {
-        format!("no cached {kind} named {:?} in the primary's namespace", cut(name, 256))
+        format!(
+            "no cached {kind} named {:?} in the primary's namespace",
+            cut(name, 256)
+        )
     })?;
     if !controlled_by(&child, primary_uid) {
         return Err(format!(
@@ -331,8 +388,14 @@ fn child_to_create(
     namespace: &str,
     primary_uid: &str,
 ) -> Result<(Kind, Option<Value>), String> {
-    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let kind_name = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind_name = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let (group, version) = match api_version.split_once('/') {
         Some((group, version)) => (group, version),
         None => ("", api_version),
@@ -358,8 +421,17 @@ fn child_to_create(
     if metadata.contains_key("ownerReferences") {
         return Err("owner references are set by the host (the primary, as controller)".into());
     }
-    let name = metadata.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-    if name.is_empty() && metadata.get("generateName").and_then(Value::as_str).is_none_or(str::is_empty) {
+    let name = metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if name.is_empty()
+        && metadata
+            .get("generateName")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
         return Err("a child needs metadata.name or metadata.generateName".into());
     }
     if !name.is_empty()
@@ -405,14 +477,16 @@ fn describe_action(action: &Action) -> String {
 }
 
 fn keys(changes: &[KeyValue]) -> String {
-    changes.iter().map(|c| c.key.as_str()).collect::<Vec<_>>().join(",")
+    changes
+        .iter()
+        .map(|c| c.key.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
 mod tests {
-    use rekon_contract::controller::{
-        ChildScope, ChildUpdate, Description, Mapping, Scope, Watch,
-    };
+    use rekon_contract::controller::{ChildScope, ChildUpdate, Description, Mapping, Scope, Watch};
 
     use super::*;
     use crate::generic::describe::check;
@@ -554,7 +628,9 @@ mod tests {
     #[test]
     fn undeclared_kinds_labels_reasons_and_deletes_are_refused() {
         refused(
-            Action::CreateChild(r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#.into()),
+            Action::CreateChild(
+                r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#.into(),
+            ),
             "creating v1/Secret is not in the module's scope",
         );
         refused(
@@ -609,7 +685,9 @@ mod tests {
                 value: Some("yes".into()),
             }]),
             Action::PatchStatus(r#"{"availableReplicas":2}"#.into()),
-            Action::CreateChild(r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}"#.into()),
+            Action::CreateChild(
+                r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}"#.into(),
+            ),
             Action::UpdateChild(ChildUpdate {
                 kind: deployment_kind(),
                 name: "web".into(),

@@ -44,7 +44,6 @@ impl Reconciler for PvcProtection {
     type World = PvcProtectionWorld;
     type Key = ObjectKey;
 
-
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
         watches.on::<CachedPvc>(Self::keys_for_pvc);
         let this = self.clone();

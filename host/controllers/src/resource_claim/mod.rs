@@ -62,7 +62,6 @@ impl Reconciler for ResourceClaimController {
     type World = ResourceClaimWorld;
     type Key = ClaimControllerKey;
 
-
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ClaimControllerKey>) {
         let this = self.clone();
         watches.on::<CachedPod>(move |change| this.keys_for_pod(change));
