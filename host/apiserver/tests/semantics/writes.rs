@@ -411,10 +411,10 @@ items:
 
     let err = store
         .load_objects(vec![
-            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}),
+            json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": "s"}}),
         ])
         .unwrap_err();
-    assert!(err.to_string().contains("v1/Secret"), "{err}");
+    assert!(err.to_string().contains("v1/ComponentStatus"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
