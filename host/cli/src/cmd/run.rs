@@ -134,6 +134,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.write_kubeconfig.display()
         );
         let client = cluster.client.clone();
+        crate::decision_modules::install_crd(&client).await?;
         embedded = Some(cluster);
         client
     } else {
@@ -146,7 +147,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Modules are served (and hot-swapped) from here on; swaps and shadow
     // verdicts feed rekon_guest_info and rekon_shadow_decisions.
-    let objects = crate::decision_modules::served(&client).await;
+    // Without --guests every module comes from objects, whenever their CRD
+    // appears; with it, objects may bring modules the directory lacks.
+    let objects = args.guests.is_none() || crate::decision_modules::served(&client).await;
     let (deciders, _watching, modules) = crate::guests::serve(
         args.guests.as_deref(),
         &args.modules,
@@ -155,11 +158,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         objects,
     )
     .await?;
-    let _objects = objects
-        .then(|| {
-            crate::decision_modules::serve(modules, client.clone(), &args.objects, health.clone())
-        })
-        .transpose()?;
+    let leader = crate::decision_modules::LeaderClient::default();
+    let _objects = crate::decision_modules::serve(
+        modules,
+        client.clone(),
+        &args.objects,
+        health.clone(),
+        &leader,
+        Duration::from_secs(args.discovery_seconds.max(1)),
+    )?;
     health.set_guests_loaded(true);
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::to_sink(Box::new(
@@ -177,7 +184,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let start_host = {
         let (client, metrics) = (client.clone(), metrics.clone());
         move || {
-            Host::start(
+            let host = Host::start(
                 client.clone(),
                 HostConfig {
                     workers: args.workers,
@@ -185,7 +192,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     discovery_interval: Duration::from_secs(args.discovery_seconds.max(1)),
                     ..HostConfig::new(deciders.clone(), journal.clone(), metrics.clone())
                 },
-            )
+            );
+            // DecisionModule statuses go out through this term's fence.
+            leader.set(host.ctx.client.clone());
+            host
         }
     };
     let supervision = Supervision {
