@@ -310,6 +310,31 @@ mod tests {
     }
 
     #[test]
+    fn every_integer_of_the_crd_has_a_maximum() {
+        fn walk(path: &str, schema: &serde_json::Value, missing: &mut Vec<String>) {
+            if schema["type"] == "integer" && schema.get("maximum").is_none() {
+                missing.push(path.to_string());
+            }
+            for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+                walk(&format!("{path}.{name}"), property, missing);
+            }
+            if let Some(items) = schema.get("items") {
+                walk(&format!("{path}[]"), items, missing);
+            }
+        }
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(DecisionModule::crd()).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        let mut missing = Vec::new();
+        walk("", schema, &mut missing);
+        assert!(
+            missing.is_empty(),
+            "integers without a maximum: {missing:?}"
+        );
+        assert!(schema["properties"]["spec"]["properties"]["world"].is_object());
+    }
+
+    #[test]
     fn the_issue_example_reads_as_a_spec() {
         let object: DecisionModule = serde_yaml::from_str(
             "apiVersion: rekon.dev/v1alpha1\nkind: DecisionModule\nmetadata: {name: pvc-protection}\n\
