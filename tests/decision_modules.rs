@@ -322,7 +322,7 @@ async fn install_crd(client: &Client, crd: &CustomResourceDefinition) {
         "rekon.dev/v1alpha1 in discovery",
         Duration::from_secs(20),
         async || {
-            registry::serves(&client, object::API)
+            registry::serves(client, object::API)
                 .await
                 .ok()
                 .filter(|s| *s)
@@ -850,20 +850,30 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
     // Issue 23, 7: a restarted rekon honours the recorded rollback: the
     // previous version serves, and the build rolled back is never loaded.
     setup.restart().await;
+    let status = wait_for(
+        "the restarted rekon serving",
+        Duration::from_secs(10),
+        async || {
+            let status = setup.rekon().modules.status().controllers[WORLD].clone();
+            status.active.is_some().then_some(status)
+        },
+    )
+    .await;
+    assert_eq!(status.active.as_ref().unwrap().sha256, v2.to_string());
+    assert_eq!(
+        status.swaps, 1,
+        "the build rolled back never served: {status:?}"
+    );
     let honoured = setup
         .status("pvc-protection", Duration::from_secs(10), |s| {
             s.phase == Some(Phase::RolledBack)
-                && s.active
-                    .as_ref()
-                    .is_some_and(|a| a.digest == v2.to_string())
         })
         .await;
     assert_eq!(
         honoured.rolled_back.as_ref().unwrap().digest,
         other.to_string()
     );
-    let status = setup.rekon().modules.status().controllers[WORLD].clone();
-    assert_eq!(status.active.unwrap().sha256, v2.to_string());
+    assert_eq!(honoured.active.as_ref().unwrap().digest, v2.to_string());
     // The misbehaving build would trap on "panic"; the previous one releases it.
     setup.released("panic").await;
     setup.assert_ready();
