@@ -5,7 +5,11 @@
 //! every refusal with its reason and a message naming the module while the
 //! previous version keeps serving and the host stays ready, a duplicate world,
 //! shadow → automatic promotion, a promotion stopped by a difference, and
-//! automatic rollback.
+//! automatic rollback. Then the lifecycle (issue 23): blue/green hand-over
+//! and a world left without object, an object that does not parse beside good
+//! ones, the CRD installed after rekon started, a rollback honoured after a
+//! restart, statuses behind the leadership fence, and an unreachable registry
+//! that delays no other object.
 //!
 //! The server: the embedded one (it serves CustomResourceDefinitions), or with
 //! `REKON_DECISION_MODULES_SERVER=real` the real kube-apiserver v1.20.2 of
@@ -20,8 +24,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, ObjectMeta, PostParams};
 use kube::{Api, Client};
+use rekon_controllers::fence::Fence;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::registry::{self, Selection};
@@ -30,9 +35,12 @@ use rekon_modules::object::{
     ServingObjects,
 };
 use rekon_modules::testing::with_custom_section;
-use rekon_modules::{ModuleDigest, Modules, ModulesOptions, WatchOptions, Watching};
+use rekon_modules::{
+    ModuleDigest, Modules, ModulesObserver, ModulesOptions, WatchOptions, Watching,
+};
 use rekon_oci::{Puller, PullerOptions, RegistryOptions};
 use rekon_ops::Health;
+use rekon_runtime::World;
 use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
 use serde_json::json;
@@ -114,6 +122,26 @@ fn deployed_crd() -> CustomResourceDefinition {
     serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The CRD as an older rekon shipped it: no `maximum` on `deadlineMs`.
+fn crd_without_maximum() -> CustomResourceDefinition {
+    let mut crd = deployed_crd();
+    let schema = crd.spec.versions[0]
+        .schema
+        .as_mut()
+        .and_then(|s| s.open_api_v3_schema.as_mut())
+        .unwrap();
+    let spec = schema.properties.as_mut().unwrap().get_mut("spec").unwrap();
+    let deadline = spec
+        .properties
+        .as_mut()
+        .unwrap()
+        .get_mut("deadlineMs")
+        .unwrap();
+    assert!(deadline.maximum.is_some(), "the CRD caps deadlineMs");
+    deadline.maximum = None;
+    crd
+}
+
 async fn wait_for<T>(
     what: &str,
     timeout: Duration,
@@ -133,10 +161,14 @@ async fn wait_for<T>(
 }
 
 /// rekon as `rekon run` wires it: modules from objects only, statuses written
-/// by this (leading) replica, the pvc-protection controller.
+/// by this (leading) replica through its fence, the pvc-protection controller.
 struct Rekon {
     modules: Modules,
     health: Arc<Health>,
+    /// The fence statuses are written through (revoked: leadership lost).
+    fence: Fence,
+    /// Worlds whose module was withdrawn, as the metrics hear it.
+    withdrawn: Arc<std::sync::Mutex<Vec<World>>>,
     _host: Host,
     /// Where image sources are pulled to.
     _oci_cache: tempfile::TempDir,
@@ -144,8 +176,28 @@ struct Rekon {
     _objects: ServingObjects,
 }
 
+/// Hears what the metrics hear: which world lost its module.
+struct Withdrawals(Arc<std::sync::Mutex<Vec<World>>>);
+
+impl ModulesObserver for Withdrawals {
+    fn withdrawn(&self, controller: World) {
+        self.0.lock().unwrap().push(controller);
+    }
+}
+
 async fn start_rekon(client: &Client) -> Rekon {
-    let modules = Modules::open(ModulesOptions::without_dir()).await.unwrap();
+    start_rekon_with(client, Duration::from_secs(30)).await
+}
+
+/// rekon asking discovery for the DecisionModule API every `discovery`.
+async fn start_rekon_with(client: &Client, discovery: Duration) -> Rekon {
+    let withdrawn = Arc::default();
+    let modules = Modules::open(ModulesOptions {
+        observer: Arc::new(Withdrawals(Arc::clone(&withdrawn))),
+        ..ModulesOptions::without_dir()
+    })
+    .await
+    .unwrap();
     let oci_cache = tempfile::tempdir().unwrap();
     let puller = Puller::new(PullerOptions {
         cache_dir: oci_cache.path().to_path_buf(),
@@ -158,13 +210,16 @@ async fn start_rekon(client: &Client) -> Rekon {
             ..WatchOptions::default()
         })
         .unwrap();
+    let fence = Fence::default();
+    let status_client = fence.client(client.clone());
     let objects = object::serve(
         modules.clone(),
         client.clone(),
         Fetcher::new(client.clone(), MAX_BYTES).with_puller(puller),
         ObjectOptions {
             status_interval: Duration::from_millis(300),
-            ..ObjectOptions::default()
+            discovery_interval: discovery,
+            ..ObjectOptions::new(Arc::new(move || Some(status_client.clone())))
         },
     );
     let host = Host::start(
@@ -180,6 +235,8 @@ async fn start_rekon(client: &Client) -> Rekon {
     Rekon {
         modules,
         health,
+        fence,
+        withdrawn,
         _host: host,
         _oci_cache: oci_cache,
         _watching: watching,
@@ -229,26 +286,52 @@ struct Setup {
     client: Client,
     _server: Server,
     kubeconfig: PathBuf,
-    rekon: Rekon,
+    /// `None` only while restarting.
+    rekon: Option<Rekon>,
 }
 
 async fn setup() -> Setup {
+    setup_with(Some(deployed_crd()), Duration::from_secs(30)).await
+}
+
+/// The cluster with `crd` (none: rekon starts before any), and rekon asking
+/// discovery every `discovery`.
+async fn setup_with(crd: Option<CustomResourceDefinition>, discovery: Duration) -> Setup {
     let (client, server) = start_server().await;
+    if let Some(crd) = &crd {
+        install_crd(&client, crd).await;
+    }
+    create_namespace(&client).await;
+    let rekon = start_rekon_with(&client, discovery).await;
+    let kubeconfig = server.kubeconfig();
+    Setup {
+        client,
+        _server: server,
+        kubeconfig,
+        rekon: Some(rekon),
+    }
+}
+
+/// Creates `crd` and waits until discovery serves it.
+async fn install_crd(client: &Client, crd: &CustomResourceDefinition) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &deployed_crd())
+    crds.create(&PostParams::default(), crd)
         .await
-        .expect("the CRD of deploy/ is accepted");
+        .expect("the CRD is accepted");
     wait_for(
         "rekon.dev/v1alpha1 in discovery",
         Duration::from_secs(20),
         async || {
-            registry::serves(&client, object::API)
+            registry::serves(client, object::API)
                 .await
                 .ok()
                 .filter(|s| *s)
         },
     )
     .await;
+}
+
+async fn create_namespace(client: &Client) {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
         .create(
@@ -257,14 +340,6 @@ async fn setup() -> Setup {
         )
         .await
         .unwrap();
-    let rekon = start_rekon(&client).await;
-    let kubeconfig = server.kubeconfig();
-    Setup {
-        client,
-        _server: server,
-        kubeconfig,
-        rekon,
-    }
 }
 
 fn guest(stem: &str) -> Vec<u8> {
@@ -272,8 +347,48 @@ fn guest(stem: &str) -> Vec<u8> {
 }
 
 impl Setup {
+    fn rekon(&self) -> &Rekon {
+        self.rekon.as_ref().expect("rekon runs")
+    }
+
+    /// Stops rekon, then starts a new one on the same cluster.
+    async fn restart(&mut self) {
+        drop(self.rekon.take());
+        self.rekon = Some(start_rekon(&self.client).await);
+    }
+
     fn objects(&self) -> Api<DecisionModule> {
         Api::all(self.client.clone())
+    }
+
+    /// Creates a DecisionModule from raw JSON (what no typed spec can hold).
+    async fn create_raw(&self, name: &str, spec: serde_json::Value) -> Result<(), kube::Error> {
+        let api: Api<DynamicObject> = Api::all_with(
+            self.client.clone(),
+            &ApiResource::erase::<DecisionModule>(&()),
+        );
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "rekon.dev/v1alpha1", "kind": "DecisionModule",
+            "metadata": {"name": name}, "spec": spec,
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &object)
+            .await
+            .map(|_| ())
+    }
+
+    /// Waits until a PVC deleted now is still there after `wait`: nothing decides.
+    async fn not_released(&self, name: &str, wait: Duration) {
+        let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), NS);
+        pvcs.create(&PostParams::default(), &pvc(name))
+            .await
+            .unwrap();
+        pvcs.delete(name, &DeleteParams::default()).await.unwrap();
+        tokio::time::sleep(wait).await;
+        assert!(
+            pvcs.get_opt(name).await.unwrap().is_some(),
+            "PVC {name} was released although no module serves its world"
+        );
     }
 
     /// Ships `bytes` in ConfigMap `name` (key `module.wasm`); returns its digest.
@@ -395,7 +510,7 @@ impl Setup {
     }
 
     fn assert_ready(&self) {
-        let readiness = self.rekon.health.readiness();
+        let readiness = self.rekon().health.readiness();
         assert!(readiness.is_ready(), "/readyz: {readiness}");
     }
 }
@@ -588,7 +703,7 @@ async fn a_decision_module_serves_and_every_refusal_explains_itself_while_the_pr
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_version_rolls_back()
 {
-    let setup = setup().await;
+    let mut setup = setup().await;
     let reference = guest("rekon_guest_pvc_protection");
     let v1 = setup.ship("v1", &reference).await;
     let v2 = setup
@@ -666,6 +781,16 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
     assert_eq!(active.phase, Some(Phase::Active));
     assert_eq!(active.active.as_ref().unwrap().digest, v2.to_string());
     assert!(active.shadow.is_none());
+    // The promotion is recorded with its evidence.
+    let promotion = active
+        .promotion
+        .as_ref()
+        .expect("the promotion is recorded");
+    assert_eq!(promotion.digest, v2.to_string());
+    assert!(
+        promotion.agreed >= 3 && promotion.differed == 0 && promotion.failed == 0,
+        "{promotion:?}"
+    );
     setup.released("after-promotion").await;
 
     // A version that fails too often is rolled back to the previous one.
@@ -710,8 +835,47 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
     let (ok, reason, message) = ready(&rolled_back);
     assert_eq!((ok.as_str(), reason.as_str()), ("False", "RolledBack"));
     assert!(message.contains("rolled back to"), "{message}");
-    assert_eq!(setup.rekon.modules.status().controllers[WORLD].rollbacks, 1);
+    assert_eq!(
+        setup.rekon().modules.status().controllers[WORLD].rollbacks,
+        1
+    );
+    let record = rolled_back
+        .rolled_back
+        .as_ref()
+        .expect("the rollback is recorded");
+    assert_eq!(record.digest, other.to_string());
     setup.released("after-rollback").await;
+    setup.assert_ready();
+
+    // Issue 23, 7: a restarted rekon honours the recorded rollback: the
+    // previous version serves, and the build rolled back is never loaded.
+    setup.restart().await;
+    let status = wait_for(
+        "the restarted rekon serving",
+        Duration::from_secs(10),
+        async || {
+            let status = setup.rekon().modules.status().controllers[WORLD].clone();
+            status.active.is_some().then_some(status)
+        },
+    )
+    .await;
+    assert_eq!(status.active.as_ref().unwrap().sha256, v2.to_string());
+    assert_eq!(
+        status.swaps, 1,
+        "the build rolled back never served: {status:?}"
+    );
+    let honoured = setup
+        .status("pvc-protection", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::RolledBack)
+        })
+        .await;
+    assert_eq!(
+        honoured.rolled_back.as_ref().unwrap().digest,
+        other.to_string()
+    );
+    assert_eq!(honoured.active.as_ref().unwrap().digest, v2.to_string());
+    // The misbehaving build would trap on "panic"; the previous one releases it.
+    setup.released("panic").await;
     setup.assert_ready();
 }
 
@@ -845,4 +1009,265 @@ async fn a_module_pushed_to_a_registry_is_active_within_10s_and_decides() {
     );
     assert_eq!(status.phase, Some(Phase::Active));
     setup.released("from-typescript").await;
+}
+
+/// Issue 23, 1: blue/green. `b` waits as a duplicate while `a` serves;
+/// deleting `a` hands the world to `b` at once. Moving `b` to another world
+/// leaves none: the module stops deciding, and the metrics hear it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deleting_the_serving_object_hands_its_world_to_the_next_and_the_last_stops_deciding() {
+    let setup = setup().await;
+    let reference = guest("rekon_guest_pvc_protection");
+    let blue = setup.ship("blue", &reference).await;
+    let green = setup
+        .ship(
+            "green",
+            &with_custom_section(&reference, "rekon-build", b"green"),
+        )
+        .await;
+    setup
+        .apply(
+            "a",
+            json!({"world": WORLD, "module": config_map("blue", &blue)}),
+        )
+        .await;
+    setup
+        .status("a", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    setup
+        .apply(
+            "b",
+            json!({"world": WORLD, "module": config_map("green", &green)}),
+        )
+        .await;
+    let waiting = setup
+        .status("b", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Rejected)
+        })
+        .await;
+    assert_eq!(ready(&waiting).1, "DuplicateWorld");
+    assert!(
+        waiting.active.is_none(),
+        "b names no module of a: {waiting:?}"
+    );
+
+    let started = Instant::now();
+    setup
+        .objects()
+        .delete("a", &DeleteParams::default())
+        .await
+        .unwrap();
+    let handed = setup
+        .status("b", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    eprintln!("b Active {:?} after a was deleted", started.elapsed());
+    assert_eq!(handed.active.as_ref().unwrap().digest, green.to_string());
+    setup.released("served-by-b").await;
+
+    // b moves to another world: nothing names pvc-protection any more.
+    let claim = setup
+        .ship("claim", &guest("rekon_guest_resource_claim"))
+        .await;
+    setup
+        .apply(
+            "b",
+            json!({"world": "resource-claim", "module": config_map("claim", &claim)}),
+        )
+        .await;
+    let moved = setup
+        .status("b", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    assert_eq!(moved.active.as_ref().unwrap().digest, claim.to_string());
+    let pvc_world = World::named(WORLD).unwrap();
+    wait_for(
+        "pvc-protection withdrawn",
+        Duration::from_secs(10),
+        async || {
+            setup
+                .rekon()
+                .withdrawn
+                .lock()
+                .unwrap()
+                .contains(&pvc_world)
+                .then_some(())
+        },
+    )
+    .await;
+    let status = setup.rekon().modules.status().controllers[WORLD].clone();
+    assert!(status.active.is_none(), "{status:?}");
+    setup
+        .not_released("nobody-decides", Duration::from_secs(2))
+        .await;
+}
+
+/// Issue 23, 2: an object the CRD of an older rekon accepted (deadlineMs
+/// beyond any integer) is refused alone, naming the field; after a restart
+/// the object beside it serves. Today's CRD refuses such an object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_object_that_does_not_parse_is_refused_alone_and_the_others_serve_after_a_restart() {
+    let mut setup = setup_with(Some(crd_without_maximum()), Duration::from_secs(30)).await;
+    let v1 = setup.ship("v1", &guest("rekon_guest_pvc_protection")).await;
+    setup
+        .create_raw(
+            "huge",
+            serde_json::from_str(&format!(
+                r#"{{"world": "resource-claim", "module": {}, "deadlineMs": 100000000000000000000}}"#,
+                config_map("v1", &v1)
+            ))
+            .unwrap(),
+        )
+        .await
+        .expect("the older CRD has no maximum");
+    setup
+        .apply(
+            "good",
+            json!({"world": WORLD, "module": config_map("v1", &v1)}),
+        )
+        .await;
+    setup.restart().await;
+    setup
+        .status("good", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    setup.released("beside-huge").await;
+    let api: Api<DynamicObject> = Api::all_with(
+        setup.client.clone(),
+        &ApiResource::erase::<DecisionModule>(&()),
+    );
+    let refused = wait_for("huge refused", Duration::from_secs(10), async || {
+        let status = api.get("huge").await.ok()?.data.get("status")?.clone();
+        let status: DecisionModuleStatus = serde_json::from_value(status).ok()?;
+        (status.phase == Some(Phase::Rejected)).then_some(status)
+    })
+    .await;
+    let (ok, reason, message) = ready(&refused);
+    assert_eq!((ok.as_str(), reason.as_str()), ("False", "InvalidSpec"));
+    assert!(message.contains("spec.deadlineMs"), "{message}");
+
+    // The CRD rekon ships now refuses the object at the API server.
+    let crds: Api<CustomResourceDefinition> = Api::all(setup.client.clone());
+    let mut crd = crds.get("decisionmodules.rekon.dev").await.unwrap();
+    crd.spec = deployed_crd().spec;
+    crds.replace("decisionmodules.rekon.dev", &PostParams::default(), &crd)
+        .await
+        .unwrap();
+    let err = setup
+        .create_raw(
+            "huge-again",
+            serde_json::from_str(&format!(
+                r#"{{"world": "resource-claim", "module": {}, "deadlineMs": 100000000000000000000}}"#,
+                config_map("v1", &v1)
+            ))
+            .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("deadlineMs"), "{err}");
+}
+
+/// Issue 23, 3: rekon started before the CRD serves objects within one
+/// discovery period of its installation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_crd_installed_after_rekon_started_is_served_within_a_discovery_period() {
+    let setup = setup_with(None, Duration::from_secs(1)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    install_crd(&setup.client, &deployed_crd()).await;
+    let v1 = setup.ship("v1", &guest("rekon_guest_pvc_protection")).await;
+    setup
+        .apply(
+            "late",
+            json!({"world": WORLD, "module": config_map("v1", &v1)}),
+        )
+        .await;
+    setup
+        .status("late", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    setup.released("after-late-crd").await;
+}
+
+/// Issue 23, 7: statuses go out through the leadership fence: once it is
+/// revoked, the module still serves (every replica serves) but no status is
+/// written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_that_lost_its_leadership_writes_no_status() {
+    let setup = setup().await;
+    let v1 = setup.ship("v1", &guest("rekon_guest_pvc_protection")).await;
+    setup.rekon().fence.revoke();
+    setup
+        .apply(
+            "fenced",
+            json!({"world": WORLD, "module": config_map("v1", &v1)}),
+        )
+        .await;
+    wait_for("the module serving", Duration::from_secs(10), async || {
+        setup.rekon().modules.status().controllers[WORLD]
+            .active
+            .as_ref()
+            .map(|_| ())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let object = setup.objects().get("fenced").await.unwrap();
+    assert!(
+        object.status.is_none(),
+        "written past the fence: {:?}",
+        object.status
+    );
+}
+
+/// Issue 23, 11: an object whose registry never answers delays no other
+/// object: a second one, created after it, is Active within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unreachable_registry_delays_no_other_object() {
+    let setup = setup().await;
+    // Accepts connections and never answers: a pull waits for its timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming() {
+            held.push(stream);
+        }
+    });
+    let image = format!(
+        "127.0.0.1:{port}/platform/resource-claim@sha256:{}",
+        "1".repeat(64)
+    );
+    setup
+        .apply(
+            "stuck",
+            json!({"world": "resource-claim", "module": {"image": image}}),
+        )
+        .await;
+    setup
+        .status("stuck", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Pulling)
+        })
+        .await;
+    let v1 = setup.ship("v1", &guest("rekon_guest_pvc_protection")).await;
+    let started = Instant::now();
+    setup
+        .apply(
+            "quick",
+            json!({"world": WORLD, "module": config_map("v1", &v1)}),
+        )
+        .await;
+    setup
+        .status("quick", Duration::from_secs(10), |s| {
+            s.phase == Some(Phase::Active)
+        })
+        .await;
+    eprintln!(
+        "quick Active after {:?} beside a silent registry",
+        started.elapsed()
+    );
 }

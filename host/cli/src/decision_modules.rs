@@ -1,6 +1,7 @@
-//! `rekon run` serving worlds from `DecisionModule` objects when the API
-//! server serves `rekon.dev/v1alpha1` (discovery, as for the DRA API): every
-//! replica pulls, verifies and precompiles; only the leader writes statuses.
+//! `rekon run` serving worlds from `DecisionModule` objects once the API
+//! server serves `rekon.dev/v1alpha1` (discovery, asked periodically as for
+//! the DRA API): every replica pulls, verifies and precompiles; only the
+//! leader writes statuses, through its leadership fence.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use rekon_modules::Modules;
-use rekon_modules::object::{self, Fetcher, ObjectOptions, ServingObjects};
+use rekon_modules::object::{self, Fetcher, ObjectOptions, ServingObjects, StatusClient};
 use rekon_oci::{HostPolicy, Puller, PullerOptions};
 use rekon_ops::Health;
 
@@ -53,32 +54,48 @@ pub struct ObjectArgs {
     pub pull_retry_seconds: u64,
 }
 
-/// Whether the cluster serves `DecisionModule`s; a failed discovery counts as no.
+/// Whether the cluster serves `DecisionModule`s now; a failed discovery counts as no.
 pub async fn served(client: &kube::Client) -> bool {
-    match rekon_controllers::registry::serves(client, object::API).await {
-        Ok(true) => {
-            tracing::info!(
-                api = object::API,
-                "serving worlds from DecisionModule objects"
-            );
-            true
-        }
-        Ok(false) => {
-            tracing::info!(
-                api = object::API,
-                "the API server does not serve DecisionModule (apply deploy/decisionmodules.yaml); modules come from --guests only"
-            );
-            false
-        }
-        Err(err) => {
-            tracing::warn!(api = object::API, error = %err, "API discovery failed; modules come from --guests only");
-            false
-        }
+    rekon_controllers::registry::serves(client, object::API)
+        .await
+        .unwrap_or(false)
+}
+
+/// The DecisionModule CRD, installed into the embedded API server so that
+/// `rekon run --embedded` serves objects from its start.
+pub async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::CustomResourceExt;
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    crds.create(&Default::default(), &object::DecisionModule::crd())
+        .await
+        .context("installing the DecisionModule CRD into the embedded API server")?;
+    Ok(())
+}
+
+/// The client the leader writes statuses with: the fenced client of the
+/// host it runs now (a new one, with a new fence, every term).
+#[derive(Clone, Default)]
+pub struct LeaderClient(Arc<std::sync::Mutex<Option<kube::Client>>>);
+
+impl LeaderClient {
+    pub fn set(&self, client: kube::Client) {
+        *self.0.lock().unwrap() = Some(client);
+    }
+
+    /// Statuses go out through the term's client while `health` says this replica leads.
+    fn status_client(&self, health: Arc<Health>) -> StatusClient {
+        let current = self.0.clone();
+        Arc::new(move || {
+            (health.role_name() == "leader")
+                .then(|| current.lock().unwrap().clone())
+                .flatten()
+        })
     }
 }
 
-/// Starts serving worlds from the objects; statuses are written while
-/// `health` says this replica leads.
+/// Starts serving worlds from the objects (once discovery shows their API,
+/// asked every `discovery`); statuses are written through `leader`.
 /// `cache_dir` is the precompiled cache's directory (`--cache-dir`); the OCI
 /// cache lives under it unless `--oci-cache-dir` says otherwise.
 pub fn serve(
@@ -87,6 +104,8 @@ pub fn serve(
     args: &ObjectArgs,
     cache_dir: Option<&Path>,
     health: Arc<Health>,
+    leader: &LeaderClient,
+    discovery: Duration,
 ) -> anyhow::Result<ServingObjects> {
     let max_bytes = args.max_module_mib << 20;
     let extra_ca_pem = match &args.registry_ca {
@@ -128,9 +147,9 @@ pub fn serve(
         client,
         fetcher,
         ObjectOptions {
-            may_write: Arc::new(move || health.role_name() == "leader"),
             retry: Duration::from_secs(args.pull_retry_seconds.max(1)),
-            ..ObjectOptions::default()
+            discovery_interval: discovery,
+            ..ObjectOptions::new(leader.status_client(health))
         },
     ))
 }

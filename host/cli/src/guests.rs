@@ -113,7 +113,12 @@ impl ModulesObserver for MetricsBridge {
             ShadowVerdict::Agreed => ShadowOutcome::Agree,
             // A failing shadow disagrees as much as a differing one.
             ShadowVerdict::Differed | ShadowVerdict::Failed => ShadowOutcome::Differ,
+            ShadowVerdict::Dropped => ShadowOutcome::Dropped,
         };
         self.0.shadow_decision(controller.name(), outcome);
+    }
+
+    fn withdrawn(&self, controller: World) {
+        self.0.module_withdrawn(controller.name());
     }
 }

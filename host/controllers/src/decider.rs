@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use crate::budget::{SHADOW_DIFFERENCE_BYTES, SHADOW_RETAINED_BYTES, bounded_json, cut};
 use crate::observe::DecisionFailure;
+use crate::pool::ShadowPool;
 
 /// Which module made a decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +62,9 @@ impl<W: WitWorld> Slot<W> {
     /// starts its controller at the first [`Slot::swap`].
     pub fn missing(reason: impl Into<String>) -> Self {
         Self {
-            decider: ArcSwap::from_pointee(Arc::new(Unloaded) as Arc<dyn Decider<W>>),
+            decider: ArcSwap::from_pointee(
+                Arc::new(NoModule("no decision module loaded".into())) as Arc<dyn Decider<W>>
+            ),
             missing: watch::Sender::new(Some(reason.into())),
         }
     }
@@ -75,6 +78,14 @@ impl<W: WitWorld> Slot<W> {
             }
             _ => false,
         });
+    }
+
+    /// Nothing serves any more, because of `reason`: every decision from now
+    /// on fails with it (decisions in flight finish on what they loaded).
+    pub fn withdraw(&self, reason: &str) {
+        self.decider.store(Arc::new(Arc::new(NoModule(format!(
+            "no decision module serves this world: {reason}"
+        ))) as Arc<dyn Decider<W>>));
     }
 
     /// The decider to use for one whole decision (kept even if a swap happens).
@@ -103,11 +114,12 @@ impl<W: WitWorld> AnySlot for Slot<W> {
     }
 }
 
-/// What a slot holds before anything is published; its controller is not
-/// started until then, so nothing calls it.
-struct Unloaded;
+/// What a slot holds while no module serves: before anything is published
+/// (its controller is not started until then, so nothing calls it), or once
+/// the module was withdrawn. Decisions fail, saying why.
+struct NoModule(String);
 
-impl<W: WitWorld> Decider<W> for Unloaded {
+impl<W: WitWorld> Decider<W> for NoModule {
     fn info(&self) -> GuestInfo {
         GuestInfo {
             name: "none".into(),
@@ -118,7 +130,7 @@ impl<W: WitWorld> Decider<W> for Unloaded {
     fn decide(&self, _key: &str, _input: W::Input) -> Result<W::Decision, DecideError> {
         Err(DecideError {
             guest: "none".into(),
-            message: "no decision module loaded".into(),
+            message: self.0.clone(),
             failure: DecisionFailure::Other,
         })
     }
@@ -275,6 +287,8 @@ pub enum ShadowVerdict {
     Differed,
     /// The shadow trapped, overran its deadline or memory cap.
     Failed,
+    /// Not run: the shadow budget ([`ShadowPool`]) was full.
+    Dropped,
 }
 
 /// Counts of a shadow's decisions, and the latest differences.
@@ -285,6 +299,7 @@ pub struct ShadowTally {
     agreed: AtomicU64,
     differed: AtomicU64,
     failed: AtomicU64,
+    dropped: AtomicU64,
     /// How many differences to keep (oldest dropped first), within
     /// [`SHADOW_RETAINED_BYTES`].
     keep: usize,
@@ -302,6 +317,7 @@ impl ShadowTally {
             agreed: AtomicU64::new(0),
             differed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
             keep,
             retained_bytes: SHADOW_RETAINED_BYTES,
             differences: Mutex::new(VecDeque::new()),
@@ -328,6 +344,7 @@ impl ShadowTally {
             ShadowVerdict::Agreed => &self.agreed,
             ShadowVerdict::Differed => &self.differed,
             ShadowVerdict::Failed => &self.failed,
+            ShadowVerdict::Dropped => &self.dropped,
         };
         counter.fetch_add(1, Ordering::Relaxed);
         if let Some(hook) = &self.hook {
@@ -348,6 +365,11 @@ impl ShadowTally {
     /// Decisions on which the shadow failed (trap, deadline, ...) and the active did not.
     pub fn failed(&self) -> u64 {
         self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Decisions the shadow did not see because its budget was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// The latest differences and shadow failures, oldest first.
@@ -425,10 +447,13 @@ impl ShadowTally {
 
 /// Runs a candidate beside the active decider on the same input and applies
 /// only the active result: the shadow can neither change nor fail a decision.
+/// With a [`ShadowPool`] the candidate runs there, after the active decision
+/// returned, so it cannot slow decisions down either; a full pool drops it.
 pub struct Shadowed<W: WitWorld> {
     active: Arc<dyn Decider<W>>,
     shadow: Arc<dyn Decider<W>>,
     tally: Arc<ShadowTally>,
+    pool: Option<Arc<ShadowPool>>,
 }
 
 impl<W: WitWorld> Shadowed<W> {
@@ -441,7 +466,15 @@ impl<W: WitWorld> Shadowed<W> {
             active,
             shadow,
             tally,
+            pool: None,
         }
+    }
+
+    /// Runs the shadow on `pool` instead of inline.
+    #[must_use]
+    pub fn on_pool(mut self, pool: Arc<ShadowPool>) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     pub fn tally(&self) -> &Arc<ShadowTally> {
@@ -457,9 +490,34 @@ impl<W: WitWorld> Decider<W> for Shadowed<W> {
     fn decide(&self, key: &str, input: W::Input) -> Result<W::Decision, DecideError> {
         let function = W::function(&input);
         let active = self.active.decide(key, input.clone());
-        let shadow = self.shadow.decide(key, input);
-        let guests = (&self.active.info(), &self.shadow.info());
-        self.tally.compare(function, key, &active, shadow, guests);
+        let Some(pool) = &self.pool else {
+            let shadow = self.shadow.decide(key, input);
+            let guests = (&self.active.info(), &self.shadow.info());
+            self.tally.compare(function, key, &active, shadow, guests);
+            return active;
+        };
+        // A failed active decision is retried; there is nothing to compare with.
+        let Ok(applied) = &active else { return active };
+        let (applied, key_owned) = (Ok(applied.clone()), key.to_string());
+        let (shadow, tally, info) = (self.shadow.clone(), self.tally.clone(), self.active.info());
+        let queued = pool.try_run(move || {
+            let decided = shadow.decide(&key_owned, input);
+            tally.compare(
+                function,
+                &key_owned,
+                &applied,
+                decided,
+                (&info, &shadow.info()),
+            );
+        });
+        if !queued {
+            self.tally.count(ShadowVerdict::Dropped);
+            tracing::warn!(
+                key,
+                shadow_guest = %self.shadow.info().name,
+                "shadow decision dropped: the shadow budget is full"
+            );
+        }
         active
     }
 }
@@ -596,6 +654,85 @@ mod tests {
         use ShadowVerdict::*;
         assert_eq!(*heard.lock().unwrap(), [Agreed, Differed, Failed]);
         assert!(tally.differences().is_empty(), "keep 0 keeps none");
+    }
+
+    /// Decides after `0` (a guest taking its time).
+    struct Sleeps(std::time::Duration);
+
+    impl Decider<Pvc> for Sleeps {
+        fn info(&self) -> GuestInfo {
+            GuestInfo {
+                name: "sleeps".into(),
+                digest: "sleeps".into(),
+            }
+        }
+
+        fn decide(&self, _key: &str, _input: PvcInput) -> Result<PvcDecision, DecideError> {
+            std::thread::sleep(self.0);
+            Ok(PvcDecision::NeedLivePods)
+        }
+    }
+
+    /// The p99 latency of 100 decisions of `other` on `pool` while four loops
+    /// keep deciding with `busy` on the same pool.
+    async fn p99_beside(
+        pool: &Arc<crate::pool::DecisionPool>,
+        other: &Arc<dyn Decider<Pvc>>,
+        busy: Arc<dyn Decider<Pvc>>,
+    ) -> std::time::Duration {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let loops: Vec<_> = (0..4)
+            .map(|_| {
+                let (pool, busy, stop) = (pool.clone(), busy.clone(), stop.clone());
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = pool
+                            .decide(busy.clone(), "ns/busy", PvcInput::default())
+                            .await;
+                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let mut latencies = Vec::new();
+        for _ in 0..100 {
+            let started = std::time::Instant::now();
+            pool.decide(other.clone(), "ns/other", PvcInput::default())
+                .await
+                .unwrap();
+            latencies.push(started.elapsed());
+        }
+        stop.store(true, Ordering::Relaxed);
+        for task in loops {
+            task.await.unwrap();
+        }
+        latencies.sort();
+        latencies[98]
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_slow_shadow_on_its_own_budget_keeps_another_worlds_latency() {
+        // Two permits, as on a two-core machine.
+        let pool = Arc::new(crate::pool::DecisionPool::new(2));
+        let other: Arc<dyn Decider<Pvc>> = Arc::new(Sleeps(std::time::Duration::from_millis(5)));
+        let active: Arc<dyn Decider<Pvc>> = Arc::new(Fixed(Ok(PvcDecision::NeedLivePods), "a"));
+        let alone = p99_beside(&pool, &other, active.clone()).await;
+
+        let tally = Arc::new(ShadowTally::new(0));
+        let slow: Arc<dyn Decider<Pvc>> = Arc::new(Sleeps(std::time::Duration::from_millis(200)));
+        let shadowed =
+            Shadowed::new(active, slow, tally.clone()).on_pool(Arc::new(ShadowPool::new(1, 2)));
+        let beside_shadow = p99_beside(&pool, &other, Arc::new(shadowed)).await;
+        assert!(
+            beside_shadow <= alone * 2,
+            "p99 {beside_shadow:?} beside a slow shadow, {alone:?} without"
+        );
+        assert!(tally.dropped() > 0, "a full shadow budget drops decisions");
+        assert!(
+            tally.agreed() >= 1,
+            "the shadow still decides within its budget"
+        );
     }
 
     #[test]

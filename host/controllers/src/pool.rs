@@ -4,8 +4,12 @@
 //! A decision may run up to its deadline and a guest's sync WASI calls (stderr)
 //! block on the runtime; on a blocking thread neither starves the watches, the
 //! queues or `/healthz`. The semaphore bounds how many decisions run at once.
+//!
+//! Shadow decisions run elsewhere, on a [`ShadowPool`] of their own: a slow
+//! candidate then costs its own few threads, never a permit of this pool.
 
-use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
 
 use rekon_contract::WitWorld;
 use tokio::sync::Semaphore;
@@ -73,6 +77,53 @@ impl Default for DecisionPool {
     }
 }
 
+/// A job of the shadow pool.
+type ShadowJob = Box<dyn FnOnce() + Send>;
+
+/// The bounded budget of shadow decisions: `threads` threads of their own and
+/// at most `queue` decisions waiting. A shadow decision that finds it full is
+/// not run (the caller counts it dropped), so a slow or stuck candidate can
+/// neither hold a permit of the [`DecisionPool`] nor pile up work.
+pub struct ShadowPool {
+    jobs: SyncSender<ShadowJob>,
+}
+
+impl ShadowPool {
+    /// Starts `threads` threads (at least one) behind a queue of `queue` jobs.
+    /// They stop once the pool is dropped and the queue drained.
+    pub fn new(threads: usize, queue: usize) -> Self {
+        let (jobs, receiver) = std::sync::mpsc::sync_channel::<ShadowJob>(queue);
+        let receiver = Arc::new(Mutex::new(receiver));
+        for n in 0..threads.max(1) {
+            let receiver = receiver.clone();
+            std::thread::Builder::new()
+                .name(format!("rekon-shadow-{n}"))
+                .spawn(move || run_shadow_jobs(&receiver))
+                .expect("starting a shadow decision thread");
+        }
+        Self { jobs }
+    }
+
+    /// Queues `job`; `false` when the budget is full (the job is dropped).
+    pub fn try_run(&self, job: impl FnOnce() + Send + 'static) -> bool {
+        match self.jobs.try_send(Box::new(job)) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
+        }
+    }
+}
+
+fn run_shadow_jobs(receiver: &Mutex<Receiver<ShadowJob>>) {
+    loop {
+        let job = match receiver.lock().unwrap().recv() {
+            Ok(job) => job,
+            Err(_) => return,
+        };
+        // A panicking shadow is that shadow's problem; the thread serves on.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+    }
+}
+
 /// The message of a panic payload (`panic!` with a literal or a format).
 pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
@@ -100,6 +151,25 @@ mod tests {
         fn decide(&self, _: &str, _: PvcInput) -> Result<PvcDecision, DecideError> {
             panic!("boom")
         }
+    }
+
+    #[test]
+    fn a_full_shadow_pool_drops_jobs_instead_of_queueing_them() {
+        let pool = ShadowPool::new(1, 1);
+        let (started, release) = (
+            Arc::new(std::sync::Barrier::new(2)),
+            Arc::new(Mutex::new(())),
+        );
+        let hold = release.lock().unwrap();
+        let (s, r) = (started.clone(), release.clone());
+        assert!(pool.try_run(move || {
+            s.wait();
+            drop(r.lock().unwrap());
+        }));
+        started.wait();
+        assert!(pool.try_run(|| {}), "one job may wait");
+        assert!(!pool.try_run(|| {}), "the second waiting job is dropped");
+        drop(hold);
     }
 
     #[tokio::test(flavor = "current_thread")]

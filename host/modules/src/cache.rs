@@ -1,5 +1,7 @@
 //! Precompiled modules keyed by (module digest, engine compatibility hash): in
 //! memory, and optionally in a directory so a restart skips compilation.
+//! Memory keeps only what [`PrecompiledCache::retain`] is told serves or may
+//! serve (active, shadow, rollback target); the directory keeps the rest.
 //!
 //! The directory must be private to rekon: wasmtime maps precompiled bytes as
 //! executable code. Each file carries a sha256 sidecar so a torn or corrupted
@@ -79,6 +81,19 @@ impl PrecompiledCache {
         }
     }
 
+    /// Forgets from memory every entry not in `keep` (the directory keeps them).
+    pub fn retain(&self, keep: &[ModuleDigest]) {
+        self.memory
+            .lock()
+            .unwrap()
+            .retain(|(module, _), _| keep.contains(module));
+    }
+
+    /// How many entries memory holds.
+    pub fn in_memory(&self) -> usize {
+        self.memory.lock().unwrap().len()
+    }
+
     fn path(&self, module: &ModuleDigest) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         Some(dir.join(format!("{}-{}.cwasm", module.hex(), &self.engine[..16])))
@@ -147,6 +162,22 @@ mod tests {
         std::fs::write(&path, b"native cod").unwrap();
         let restarted = PrecompiledCache::new(ENGINE.into(), Some(dir.path())).unwrap();
         assert!(restarted.get(&module).is_none());
+    }
+
+    #[test]
+    fn retain_keeps_in_memory_only_what_is_named_and_the_directory_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = PrecompiledCache::new(ENGINE.into(), Some(dir.path())).unwrap();
+        let (kept, dropped) = (ModuleDigest::of(b"kept"), ModuleDigest::of(b"dropped"));
+        cache.put(&kept, Arc::from(&b"a"[..]));
+        cache.put(&dropped, Arc::from(&b"b"[..]));
+        cache.retain(std::slice::from_ref(&kept));
+        assert_eq!(cache.in_memory(), 1);
+        assert_eq!(
+            cache.get(&dropped).as_deref(),
+            Some(&b"b"[..]),
+            "read back from disk"
+        );
     }
 
     #[test]

@@ -34,6 +34,14 @@ pub const CONFIG_FILE: &str = "guests.yaml";
 /// ten seconds is already far beyond any sensible one.
 pub const MAX_DEADLINE_MS: u64 = 10_000;
 
+/// The largest `memoryMiB` a `DecisionModule` may ask for (the engine's own
+/// maximum, usually far lower, is checked when the object is served).
+pub const MAX_MEMORY_MIB: u64 = 65_536;
+
+/// The largest count (decisions, differences, generations) the schema takes:
+/// the largest integer a JSON number holds exactly.
+pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{file}: field `{field}`: {message}")]
@@ -190,7 +198,9 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AutoRollback {
+    #[schemars(range(min = 0.0, max = 1.0), extend("exclusiveMaximum" = true))]
     pub max_failure_fraction: f64,
+    #[schemars(range(min = 1, max = MAX_COUNT))]
     pub min_decisions: u64,
 }
 
@@ -207,7 +217,9 @@ impl AutoRollback {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AutoPromote {
+    #[schemars(range(min = 1, max = MAX_COUNT))]
     pub min_decisions: u64,
+    #[schemars(range(max = MAX_COUNT))]
     pub max_differences: u64,
 }
 

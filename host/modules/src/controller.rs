@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use rekon_contract::{BindWorld, WorldVisitor};
 use rekon_controllers::decider::{Decider, Deciders, ShadowTally, Shadowed, Slot};
+use rekon_controllers::pool::ShadowPool;
 use rekon_runtime::{GuestWorld, World};
 
 use crate::canary::{self, CanaryFailure};
@@ -19,7 +20,7 @@ use crate::observe::ModulesObserver;
 use crate::report::ModuleEvent;
 use crate::served::{Guard, RecentInputs, Served};
 use crate::source::{ControllerPlan, Fingerprint};
-use crate::status::{ControllerStatus, VersionStatus};
+use crate::status::{ControllerStatus, Promotion, VersionStatus};
 use crate::version::ModuleVersion;
 
 /// The slot a controller of the host reads its decider from, and the inputs
@@ -33,18 +34,22 @@ pub trait WorldSlot: Send + Sync {
     fn insert_into(&self, deciders: &mut Deciders);
     /// Nothing serves yet, because of `reason` (the host says so until one does).
     fn missing(&self, reason: &str);
+    /// Nothing serves any more, because of `reason`: decisions fail with it.
+    fn withdraw(&self, reason: &str);
 }
 
 struct TypedSlot<W: GuestWorld> {
     slot: Arc<Slot<W>>,
     recent: Arc<RecentInputs<W>>,
+    shadows: Arc<ShadowPool>,
 }
 
 impl<W: GuestWorld> TypedSlot<W> {
-    fn empty(recent_inputs: usize) -> Arc<dyn WorldSlot> {
+    fn empty(recent_inputs: usize, shadows: Arc<ShadowPool>) -> Arc<dyn WorldSlot> {
         Arc::new(Self {
             slot: Arc::new(Slot::missing("no module loaded yet")),
             recent: Arc::new(RecentInputs::new(recent_inputs)),
+            shadows,
         })
     }
 }
@@ -53,11 +58,14 @@ impl<W: GuestWorld> WorldSlot for TypedSlot<W> {
     fn publish(&self, serving: &Arc<ModuleVersion>, shadow: Option<&Shadow>, guard: Arc<Guard>) {
         let serving: Arc<dyn Decider<W>> = serving.clone();
         let inner: Arc<dyn Decider<W>> = match shadow {
-            Some(s) => Arc::new(Shadowed::new(
-                serving,
-                s.version.clone() as Arc<dyn Decider<W>>,
-                s.tally.clone(),
-            )),
+            Some(s) => Arc::new(
+                Shadowed::new(
+                    serving,
+                    s.version.clone() as Arc<dyn Decider<W>>,
+                    s.tally.clone(),
+                )
+                .on_pool(self.shadows.clone()),
+            ),
             None => serving,
         };
         self.slot
@@ -75,25 +83,34 @@ impl<W: GuestWorld> WorldSlot for TypedSlot<W> {
     fn missing(&self, reason: &str) {
         self.slot.set_missing(reason);
     }
+
+    fn withdraw(&self, reason: &str) {
+        self.slot.withdraw(reason);
+    }
 }
 
 /// The empty slot of `world`, typed by the contract's list of worlds.
-fn slot_for(world: World, recent_inputs: usize) -> Arc<dyn WorldSlot> {
+fn slot_for(world: World, recent_inputs: usize, shadows: Arc<ShadowPool>) -> Arc<dyn WorldSlot> {
     struct Find {
         world: World,
         recent_inputs: usize,
+        shadows: Arc<ShadowPool>,
         slot: Option<Arc<dyn WorldSlot>>,
     }
     impl WorldVisitor for Find {
         fn visit<W: BindWorld>(&mut self) {
             if W::NAME == self.world.name() {
-                self.slot = Some(TypedSlot::<W>::empty(self.recent_inputs));
+                self.slot = Some(TypedSlot::<W>::empty(
+                    self.recent_inputs,
+                    self.shadows.clone(),
+                ));
             }
         }
     }
     let mut find = Find {
         world,
         recent_inputs,
+        shadows,
         slot: None,
     };
     rekon_contract::visit_worlds(&mut find);
@@ -132,12 +149,13 @@ struct State {
     fallback: Option<Arc<ModuleVersion>>,
     policy: Option<AutoRollback>,
     promote: Option<AutoPromote>,
-    /// When the shadow of the applied plan was promoted.
-    promoted_at: Option<DateTime<Utc>>,
+    /// The promotion of the applied plan's shadow, with its evidence.
+    promoted: Option<Promotion>,
     /// Why the shadow of the applied plan will not be promoted.
     promotion_stopped: Option<String>,
-    /// Since the last commit: the automatic rollback that happened.
-    rolled_back: Option<String>,
+    /// Since the last commit: the automatic rollback that happened, and the
+    /// digest it rolled back from.
+    rolled_back: Option<(String, ModuleDigest)>,
     mode: Mode,
     pinned: bool,
     /// Versions rolled back automatically: never served again by this process.
@@ -171,10 +189,11 @@ impl Controller {
         recent_inputs: usize,
         shadow_differences_kept: usize,
         observer: Arc<dyn ModulesObserver>,
+        shadows: Arc<ShadowPool>,
     ) -> Self {
         Self {
             world,
-            slot: slot_for(world, recent_inputs),
+            slot: slot_for(world, recent_inputs, shadows),
             shadow_differences_kept,
             observer,
             state: Mutex::new(State::default()),
@@ -191,6 +210,14 @@ impl Controller {
 
     pub fn is_serving(&self) -> bool {
         self.state.lock().unwrap().active.is_some()
+    }
+
+    /// Whether `plan` is what serves already (or was refused already).
+    pub fn is_unchanged(&self, plan: &ControllerPlan) -> bool {
+        let state = self.state.lock().unwrap();
+        let fingerprint = plan.fingerprint();
+        state.applied.as_ref() == Some(&fingerprint)
+            || state.refused.as_ref() == Some(&format!("{fingerprint:?}"))
     }
 
     /// Whether `plan` needs loading; refuses what cannot serve.
@@ -272,7 +299,7 @@ impl Controller {
         state.fallback = fallback;
         state.policy = plan.auto_rollback;
         state.promote = plan.auto_promote;
-        state.promoted_at = None;
+        state.promoted = None;
         state.promotion_stopped = None;
         state.rolled_back = None;
         state.mode = plan.mode;
@@ -361,7 +388,7 @@ impl Controller {
             failures,
         };
         state.last_error = Some((event.note(), Utc::now()));
-        state.rolled_back = Some(event.note());
+        state.rolled_back = Some((event.note(), failing.digest().clone()));
         let shadow = state.shadow.clone();
         self.publish(&mut state, fallback, shadow, trip);
         Some(event)
@@ -375,7 +402,7 @@ impl Controller {
         let mut state = self.state.lock().unwrap();
         let policy = state.promote?;
         if state.mode != Mode::Shadow
-            || state.promoted_at.is_some()
+            || state.promoted.is_some()
             || state.promotion_stopped.is_some()
         {
             return None;
@@ -407,7 +434,13 @@ impl Controller {
                 let replaced = state.active.as_ref()?.version.clone();
                 state.fallback = Some(replaced.clone());
                 state.mode = Mode::Active;
-                state.promoted_at = Some(Utc::now());
+                state.promoted = Some(Promotion {
+                    digest: shadow.version.digest().to_string(),
+                    at: Utc::now(),
+                    agreed,
+                    differed,
+                    failed,
+                });
                 self.publish(&mut state, shadow.version.clone(), None, trip);
                 Some(ModuleEvent::Promoted {
                     controller: self.world,
@@ -443,12 +476,48 @@ impl Controller {
             shadow_agreed: tally.map_or(0, |t| t.agreed()),
             shadow_differed: tally.map_or(0, |t| t.differed()),
             shadow_failed: tally.map_or(0, |t| t.failed()),
-            promoted_at: state.promoted_at,
+            promoted_at: state.promoted.as_ref().map(|p| p.at),
+            promotion: state.promoted.clone(),
             promotion_stopped: state.promotion_stopped.clone(),
-            rolled_back: state.rolled_back.clone(),
+            rolled_back: state.rolled_back.as_ref().map(|(note, _)| note.clone()),
+            rolled_back_from: state.rolled_back.as_ref().map(|(_, d)| d.to_string()),
+            shadow_dropped: tally.map_or(0, |t| t.dropped()),
             last_error: state.last_error.as_ref().map(|(e, _)| e.clone()),
             last_error_at: state.last_error.as_ref().map(|(_, at)| *at),
         }
+    }
+
+    /// Stops serving: nothing names this world any more (`reason` says why).
+    /// Decisions fail from now on; the next plan starts afresh.
+    pub fn withdraw(&self, reason: &str) -> Option<ModuleEvent> {
+        let mut state = self.state.lock().unwrap();
+        let active = state.active.take()?;
+        let kept = (state.swaps, state.rejections, state.rollbacks, state.serial);
+        *state = State {
+            swaps: kept.0,
+            rejections: kept.1,
+            rollbacks: kept.2,
+            serial: kept.3 + 1,
+            blocked: std::mem::take(&mut state.blocked),
+            ..State::default()
+        };
+        self.slot.withdraw(reason);
+        self.observer.withdrawn(self.world);
+        Some(ModuleEvent::Withdrawn {
+            controller: self.world,
+            version: active.version.id().to_string(),
+            reason: reason.to_string(),
+        })
+    }
+
+    /// The digests of every version that serves or may serve (active, shadow,
+    /// rollback target): what the precompiled cache keeps in memory.
+    pub fn kept_digests(&self) -> Vec<ModuleDigest> {
+        let state = self.state.lock().unwrap();
+        let active = state.active.as_ref().map(|a| a.version.digest().clone());
+        let shadow = state.shadow.as_ref().map(|s| s.version.digest().clone());
+        let fallback = state.fallback.as_ref().map(|f| f.digest().clone());
+        [active, shadow, fallback].into_iter().flatten().collect()
     }
 
     /// The current shadow's tally, for `rekon diff` and tests.

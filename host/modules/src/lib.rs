@@ -54,6 +54,6 @@ pub use observe::{ModulesObserver, NoModulesObserver};
 pub use refusal::{Refusal, RefusalReason};
 pub use report::{EventTarget, ModuleEvent};
 pub use source::{ControllerPlan, ModuleFile, SourceError, conventional_names};
-pub use status::{ControllerStatus, Status, VersionStatus};
+pub use status::{ControllerStatus, Promotion, Status, VersionStatus};
 pub use version::ModuleVersion;
 pub use watch::{WatchError, WatchOptions, Watching};

@@ -40,6 +40,10 @@ impl Loader {
         &self.engine
     }
 
+    pub fn cache(&self) -> &PrecompiledCache {
+        &self.cache
+    }
+
     /// Loads `file` as a `world` module with `limits`.
     pub fn load(
         &self,

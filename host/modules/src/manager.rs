@@ -7,11 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rekon_controllers::decider::{Deciders, ShadowTally, Slot};
+use rekon_controllers::pool::ShadowPool;
 use rekon_runtime::{Engine, EngineConfig, GuestWorld, World};
 
 use crate::cache::{CacheError, PrecompiledCache};
 use crate::config::Mode;
 use crate::controller::{Controller, Preparation, Trip};
+use crate::digest::ModuleDigest;
 use crate::load::{LoadError, Loader};
 use crate::observe::{ModulesObserver, NoModulesObserver};
 use crate::refusal::{Refusal, RefusalReason};
@@ -54,6 +56,10 @@ pub struct ModulesOptions {
     pub events: Option<EventTarget>,
     /// Told every activation and shadow verdict (metrics).
     pub observer: Arc<dyn ModulesObserver>,
+    /// The shadow budget of every world: threads of their own, and how many
+    /// shadow decisions may wait before more are dropped.
+    pub shadow_threads: usize,
+    pub shadow_queue: usize,
 }
 
 impl ModulesOptions {
@@ -77,6 +83,8 @@ impl ModulesOptions {
             shadow_differences_kept: 100,
             events: None,
             observer: Arc::new(NoModulesObserver),
+            shadow_threads: 1,
+            shadow_queue: 16,
         }
     }
 }
@@ -140,6 +148,10 @@ impl Modules {
         let engine = Engine::new(options.engine)?;
         let cache =
             PrecompiledCache::new(engine.compatibility_hash(), options.cache_dir.as_deref())?;
+        let shadows = Arc::new(ShadowPool::new(
+            options.shadow_threads,
+            options.shadow_queue,
+        ));
         let controllers = World::dedicated()
             .map(|w| {
                 let observer = options.observer.clone();
@@ -148,6 +160,7 @@ impl Modules {
                     options.canary_inputs,
                     options.shadow_differences_kept,
                     observer,
+                    shadows.clone(),
                 ))
             })
             .collect();
@@ -302,7 +315,11 @@ impl Modules {
                             self.missing(&controller, err.to_string())
                         }
                         Err(err) => self.refuse(&controller, None, err.to_string()),
-                        Ok(plan) => self.apply(&controller, plan).await,
+                        Ok(plan) => {
+                            self.apply_typed(&controller, plan, &Preloaded::new())
+                                .await
+                                .0
+                        }
                     };
                     changes.push((world, change));
                 }
@@ -342,15 +359,13 @@ impl Modules {
         Change::Missing(reason)
     }
 
-    async fn apply(&self, controller: &Arc<Controller>, plan: ControllerPlan) -> Change {
-        self.apply_typed(controller, plan).await.0
-    }
-
-    /// Applies `plan` and says why when it was refused.
+    /// Applies `plan` and says why when it was refused; `preloaded` holds
+    /// versions (or refusals) loaded before.
     async fn apply_typed(
         &self,
         controller: &Arc<Controller>,
         plan: ControllerPlan,
+        preloaded: &Preloaded,
     ) -> (Change, Option<RefusalReason>) {
         let plan = match controller.prepare(plan) {
             Preparation::Unchanged => return (Change::Unchanged, None),
@@ -362,7 +377,10 @@ impl Modules {
             }
             Preparation::Load(plan) => *plan,
         };
-        match self.load_and_check(controller, &plan).await {
+        let checked = self.load_and_check(controller, &plan, preloaded).await;
+        // What neither serves nor may serve now leaves memory.
+        self.retain_cache();
+        match checked {
             Ok(change) => (change, None),
             Err(refusal) => (
                 self.refuse(controller, Some(&plan), refusal.message),
@@ -375,14 +393,17 @@ impl Modules {
         &self,
         controller: &Arc<Controller>,
         plan: &ControllerPlan,
+        preloaded: &Preloaded,
     ) -> Result<Change, Refusal> {
-        let serving = self.load(controller, plan, &plan.serving).await?;
+        let serving = self
+            .load(controller, plan, &plan.serving, preloaded)
+            .await?;
         let shadow = match &plan.shadow {
-            Some(file) => Some(self.load(controller, plan, file).await?),
+            Some(file) => Some(self.load(controller, plan, file, preloaded).await?),
             None => None,
         };
         let fallback = match &plan.fallback {
-            Some(file) => Some(self.load(controller, plan, file).await?),
+            Some(file) => Some(self.load(controller, plan, file, preloaded).await?),
             None => None,
         };
         // Only a new version taking over in mode active is replayed: the other
@@ -432,17 +453,54 @@ impl Modules {
         }
     }
 
-    /// The object serving `world` is gone: the guests directory serves it again
-    /// from the next [`Modules::reload`].
-    pub fn release(&self, world: World) {
-        if let Some(owner) = self.shared.claimed.lock().unwrap().remove(world.name()) {
+    /// No object names `world` any more (`reason` says what happened): its
+    /// module stops deciding, and the guests directory serves the world again
+    /// if it has a module for it.
+    pub async fn release(&self, world: World, reason: &str) {
+        let owner = self.shared.claimed.lock().unwrap().remove(world.name());
+        if let Some(owner) = &owner {
             self.shared
                 .announced
                 .lock()
                 .unwrap()
                 .remove(&(world.name(), owner.clone()));
-            tracing::info!(%world, object = %owner, "DecisionModule {owner} is gone; world {world} is served from the guests directory again");
         }
+        self.withdraw(world, reason);
+        let controller = self.controller(world).clone();
+        if self.shared.dir.is_some() {
+            self.reload().await;
+            if controller.is_serving() {
+                tracing::info!(%world, "world {world} is served from the guests directory again");
+            }
+        }
+        self.refresh_status();
+    }
+
+    /// `world`'s module stops deciding (`reason` says why, in the log, the
+    /// Event and the metrics): decisions fail until a module serves again.
+    pub fn withdraw(&self, world: World, reason: &str) {
+        let controller = self.controller(world).clone();
+        if let Some(event) = controller.withdraw(reason) {
+            self.shared.reporter.event(&event);
+        }
+        self.retain_cache();
+        self.refresh_status();
+    }
+
+    /// Keeps in memory only the precompiled versions that serve or may serve.
+    fn retain_cache(&self) {
+        let keep: Vec<ModuleDigest> = self
+            .shared
+            .controllers
+            .iter()
+            .flat_map(|c| c.kept_digests())
+            .collect();
+        self.shared.loader.cache().retain(&keep);
+    }
+
+    /// How many precompiled modules the cache holds in memory.
+    pub fn precompiled_in_memory(&self) -> usize {
+        self.shared.loader.cache().in_memory()
     }
 
     fn claimed_by(&self, world: World) -> Option<String> {
@@ -471,10 +529,22 @@ impl Modules {
 
     /// Applies a plan that comes from elsewhere than the guests directory (a
     /// `DecisionModule`): the same checks, canary and publication.
+    /// Compiling happens before taking the lock every change goes through, so
+    /// one world's long compile never holds up another world's change.
     pub async fn apply_plan(&self, plan: ControllerPlan) -> Result<Change, Refusal> {
-        let _one_at_a_time = self.shared.reloading.lock().await;
         let controller = self.controller(plan.world).clone();
-        let (change, reason) = self.apply_typed(&controller, plan).await;
+        let mut preloaded = Preloaded::new();
+        if !controller.is_unchanged(&plan) {
+            let files = std::iter::once(&plan.serving)
+                .chain(plan.shadow.as_ref())
+                .chain(plan.fallback.as_ref());
+            for file in files {
+                let loaded = self.load(&controller, &plan, file, &preloaded).await;
+                preloaded.insert(file.digest.clone(), loaded);
+            }
+        }
+        let _one_at_a_time = self.shared.reloading.lock().await;
+        let (change, reason) = self.apply_typed(&controller, plan, &preloaded).await;
         self.refresh_status();
         match (change, reason) {
             (Change::Refused(message), Some(reason)) => Err(Refusal::new(reason, message)),
@@ -508,7 +578,11 @@ impl Modules {
         controller: &Controller,
         plan: &ControllerPlan,
         file: &ModuleFile,
+        preloaded: &Preloaded,
     ) -> Result<Arc<ModuleVersion>, Refusal> {
+        if let Some(loaded) = preloaded.get(&file.digest) {
+            return loaded.clone();
+        }
         if let Some(version) = controller.loaded(plan, &file.digest) {
             return Ok(version);
         }
@@ -534,6 +608,10 @@ impl Modules {
         })
     }
 }
+
+/// Versions of one plan loaded before its turn to apply, by digest (a
+/// refusal when loading failed, so it is not loaded twice).
+type Preloaded = BTreeMap<ModuleDigest, Result<Arc<ModuleVersion>, Refusal>>;
 
 /// A blocking step that panicked, as the reason of a refusal: the reload
 /// task lives on and later changes still apply.

@@ -11,6 +11,8 @@ pub trait ModulesObserver: Send + Sync {
     fn activated(&self, _controller: World, _guest: &GuestInfo, _contract: &str) {}
     /// One shadow decision of `controller` was compared with the active one.
     fn shadow_verdict(&self, _controller: World, _verdict: ShadowVerdict) {}
+    /// `controller` has no module any more: nothing names its world.
+    fn withdrawn(&self, _controller: World) {}
 }
 
 /// Observes nothing.

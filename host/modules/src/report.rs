@@ -53,6 +53,12 @@ pub enum ModuleEvent {
         /// Names a differing key.
         detail: String,
     },
+    /// Nothing names the world any more: its module stops deciding.
+    Withdrawn {
+        controller: World,
+        version: String,
+        reason: String,
+    },
     /// Automatic rollback was due but there was nothing to roll back to.
     RollbackImpossible {
         controller: World,
@@ -71,6 +77,7 @@ impl ModuleEvent {
             ModuleEvent::RollbackImpossible { .. } => "ModuleRollbackImpossible",
             ModuleEvent::Promoted { .. } => "ModulePromoted",
             ModuleEvent::PromotionStopped { .. } => "ModulePromotionStopped",
+            ModuleEvent::Withdrawn { .. } => "ModuleWithdrawn",
         }
     }
 
@@ -132,6 +139,13 @@ impl ModuleEvent {
                 "{controller}: shadow {version} will not be promoted: {differed} differences \
                  (at most {max_differences} allowed) and {failed} failures in {} decisions{detail}",
                 agreed + differed + failed
+            ),
+            ModuleEvent::Withdrawn {
+                controller,
+                version,
+                reason,
+            } => format!(
+                "{controller}: {version} no longer serves ({reason}); the controller stops deciding until a module names the world"
             ),
             ModuleEvent::RollbackImpossible {
                 controller,

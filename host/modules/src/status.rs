@@ -46,14 +46,31 @@ pub struct ControllerStatus {
     pub shadow_agreed: u64,
     pub shadow_differed: u64,
     pub shadow_failed: u64,
+    /// Shadow decisions not run because the shadow budget was full.
+    pub shadow_dropped: u64,
     /// When the shadow was promoted automatically (`autoPromote`).
     pub promoted_at: Option<DateTime<Utc>>,
+    /// That promotion with its evidence.
+    pub promotion: Option<Promotion>,
     /// Why the shadow will not be promoted (too many differences, a failure).
     pub promotion_stopped: Option<String>,
     /// The automatic rollback since the configuration was applied.
     pub rolled_back: Option<String>,
+    /// The digest (`sha256:<hex>`) that automatic rollback took out of service.
+    pub rolled_back_from: Option<String>,
     pub last_error: Option<String>,
     pub last_error_at: Option<DateTime<Utc>>,
+}
+
+/// A shadow promoted automatically, and the tally that earned it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Promotion {
+    /// `sha256:<hex>` of the promoted module.
+    pub digest: String,
+    pub at: DateTime<Utc>,
+    pub agreed: u64,
+    pub differed: u64,
+    pub failed: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -72,6 +72,25 @@ fn input(name: &str, finalizer: bool) -> PvcInput {
     input
 }
 
+/// The pvc-protection status once `done` holds of it (within 10 s).
+async fn wait_for_status(
+    modules: &Modules,
+    done: impl Fn(&rekon_modules::ControllerStatus) -> bool,
+) -> rekon_modules::ControllerStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = modules.status().controllers["pvc-protection"].clone();
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "status never matched: {status:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn serving(modules: &Modules) -> GuestInfo {
     modules.slot::<PvcProtectionWorld>().current().info()
 }
@@ -258,11 +277,11 @@ async fn shadow_mode_counts_agreements_and_differences_and_applies_only_the_acti
         "a trapping shadow changes nothing"
     );
 
-    let pvc = modules
-        .status()
-        .controller("pvc-protection")
-        .cloned()
-        .unwrap();
+    // The shadow decides on its own budget, after the active decision returned.
+    let pvc = wait_for_status(&modules, |c| {
+        c.shadow_agreed + c.shadow_differed + c.shadow_failed == 3
+    })
+    .await;
     assert_eq!(pvc.shadow.unwrap().sha256, new.hex());
     assert_eq!(
         (pvc.shadow_agreed, pvc.shadow_differed, pvc.shadow_failed),
@@ -313,11 +332,7 @@ async fn promotion_and_rollback_by_configuration() {
         .current()
         .decide("ns/a", input("a", false))
         .unwrap();
-    let pvc = modules
-        .status()
-        .controller("pvc-protection")
-        .cloned()
-        .unwrap();
+    let pvc = wait_for_status(&modules, |c| c.shadow_agreed + c.shadow_differed == 1).await;
     assert_eq!(
         (pvc.shadow_agreed, pvc.shadow_differed),
         (1, 0),
@@ -347,6 +362,19 @@ async fn promotion_and_rollback_by_configuration() {
     assert_eq!(
         modules.status().controller("pvc-protection").unwrap().swaps,
         3
+    );
+
+    // Memory keeps the precompiled versions that serve or may serve: v1
+    // serves, nothing backs it up, and resource-claim's module serves.
+    dir.config(&pvc_config("v1.wasm", &v1, ""));
+    modules.reload().await;
+    assert_eq!(serving(&modules).digest, v1.hex());
+    let status = modules.status().controllers["pvc-protection"].clone();
+    let kept = 1 + usize::from(status.previous.is_some()) + 1;
+    assert_eq!(
+        modules.precompiled_in_memory(),
+        kept,
+        "v2 neither serves nor backs up: its precompiled form left memory ({status:?})"
     );
 }
 

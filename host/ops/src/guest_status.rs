@@ -6,6 +6,8 @@
 pub enum ShadowOutcome {
     Agree,
     Differ,
+    /// Not run: the shadow budget was full.
+    Dropped,
 }
 
 impl ShadowOutcome {
@@ -13,6 +15,7 @@ impl ShadowOutcome {
         match self {
             Self::Agree => "agree",
             Self::Differ => "differ",
+            Self::Dropped => "dropped",
         }
     }
 }
@@ -25,6 +28,9 @@ pub trait GuestStatus: Send + Sync {
     fn active_module(&self, controller: &str, guest: &str, digest: &str, contract: &str);
     /// One shadow decision was compared with the active one.
     fn shadow_decision(&self, controller: &str, outcome: ShadowOutcome);
+    /// `controller` has no module any more (its `DecisionModule` is gone):
+    /// its `rekon_guest_info` series goes away.
+    fn module_withdrawn(&self, _controller: &str) {}
 }
 
 /// Reports nowhere (tests, tools without a metrics endpoint).

@@ -155,6 +155,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.write_kubeconfig.display()
         );
         let client = cluster.client.clone();
+        crate::decision_modules::install_crd(&client).await?;
         embedded = Some(cluster);
         client
     } else {
@@ -167,7 +168,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Modules are served (and hot-swapped) from here on; swaps and shadow
     // verdicts feed rekon_guest_info and rekon_shadow_decisions.
-    let objects = crate::decision_modules::served(&client).await;
+    // Without --guests every module comes from objects, whenever their CRD
+    // appears; with it, objects may bring modules the directory lacks.
+    let objects = args.guests.is_none() || crate::decision_modules::served(&client).await;
     let (deciders, _watching, modules) = crate::guests::serve(
         args.guests.as_deref(),
         &args.modules,
@@ -177,18 +180,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     )
     .await?;
     let controller_modules = load_controller_modules(&modules, &args.controllers)?;
-    let _objects = objects
-        .then(|| {
-            let cache_dir = args.modules.cache.dir()?;
-            crate::decision_modules::serve(
-                modules,
-                client.clone(),
-                &args.objects,
-                cache_dir.as_deref(),
-                health.clone(),
-            )
-        })
-        .transpose()?;
+    let leader = crate::decision_modules::LeaderClient::default();
+    let cache_dir = args.modules.cache.dir()?;
+    let _objects = crate::decision_modules::serve(
+        modules,
+        client.clone(),
+        &args.objects,
+        cache_dir.as_deref(),
+        health.clone(),
+        &leader,
+        Duration::from_secs(args.discovery_seconds.max(1)),
+    )?;
     health.set_guests_loaded(true);
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::to_sink(Box::new(
@@ -209,7 +211,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let start_host = {
         let (client, metrics) = (client.clone(), metrics.clone());
         move || {
-            Host::start(
+            let host = Host::start(
                 client.clone(),
                 HostConfig {
                     workers: args.workers,
@@ -218,7 +220,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     modules: controller_modules.clone(),
                     ..HostConfig::new(deciders.clone(), journal.clone(), metrics.clone())
                 },
-            )
+            );
+            // DecisionModule statuses go out through this term's fence.
+            leader.set(host.ctx.client.clone());
+            host
         }
     };
     let supervision = Supervision {

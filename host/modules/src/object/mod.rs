@@ -3,7 +3,9 @@
 //! serving them through [`Modules`](crate::Modules), and a status that
 //! explains every refusal, shadow tally, promotion and rollback.
 
+mod decode;
 mod fetch;
+mod objects;
 mod plan;
 mod resource;
 mod serve;
@@ -13,8 +15,9 @@ mod writer;
 pub use fetch::Fetcher;
 pub use resource::{
     ActiveStatus, Condition, ConfigMapKey, DecisionModule, DecisionModuleSpec,
-    DecisionModuleStatus, ModuleSource, ObjectName, Phase, SecretKey, ShadowStatus, Verify,
-    crd_yaml,
+    DecisionModuleStatus, ModuleSource, ObjectName, Phase, PromotionStatus, RolledBackStatus,
+    SecretKey, ShadowStatus, Verify, crd_yaml,
 };
 pub use serve::{API, ObjectOptions, ServingObjects, serve};
 pub use status::{PROMOTED, PULLED, READY, VERIFIED};
+pub use writer::StatusClient;

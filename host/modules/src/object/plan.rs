@@ -7,7 +7,7 @@ use rekon_runtime::{Limits, World};
 
 use crate::config::{Mode, Settings};
 use crate::object::fetch::Fetcher;
-use crate::object::resource::{DecisionModule, DecisionModuleSpec, ModuleSource};
+use crate::object::resource::{DecisionModule, DecisionModuleSpec, ModuleSource, RolledBackStatus};
 use crate::refusal::{Refusal, RefusalReason};
 use crate::source::{ControllerPlan, ModuleFile, PlannedModules};
 
@@ -60,19 +60,26 @@ pub fn was_promoted(object: &DecisionModule) -> bool {
         return false;
     };
     let generation = object.metadata.generation;
-    status.observed_generation == generation
-        && status
-            .condition(super::status::PROMOTED)
-            .is_some_and(|c| c.status == "True")
+    status
+        .condition(super::status::PROMOTED)
+        .is_some_and(|c| c.status == "True" && c.observed_generation == generation)
 }
 
-/// Fetches and composes the plan of a validated object.
+/// What a plan serves, and the recorded rollback it honours.
+pub struct Planned {
+    pub plan: ControllerPlan,
+    pub rolled_back: Option<RolledBackStatus>,
+}
+
+/// Fetches and composes the plan of a validated object. A module whose
+/// digest the status records as rolled back automatically does not serve:
+/// `previous` does (mode rollback), on every replica and after restarts.
 pub async fn plan(
     object: &DecisionModule,
     world: World,
     fetcher: &Fetcher,
     defaults: Limits,
-) -> Result<ControllerPlan, Refusal> {
+) -> Result<Planned, Refusal> {
     let spec = &object.spec;
     let promoted = spec.mode == Mode::Shadow && was_promoted(object);
     let module = match spec.mode {
@@ -93,18 +100,58 @@ pub async fn plan(
             .await?,
     };
     let limits = settings(spec).limits(defaults);
-    let (mode, auto_promote) = if promoted {
+    let (mut mode, auto_promote) = if promoted {
         // The candidate won its promotion: it serves, the previous one backs it up.
         (Mode::Active, None)
     } else {
         (spec.mode, spec.auto_promote)
     };
+    let rolled_back = rolled_back_record(object, &modules, mode)?;
+    if rolled_back.is_some() {
+        mode = Mode::Rollback;
+    }
     let plan = modules.compose(world, mode, limits);
-    Ok(ControllerPlan {
-        auto_rollback: spec.auto_rollback,
-        auto_promote,
-        ..plan
+    Ok(Planned {
+        plan: ControllerPlan {
+            auto_rollback: spec.auto_rollback,
+            auto_promote,
+            ..plan
+        },
+        rolled_back,
     })
+}
+
+/// The status's rollback record when it names the module that would serve.
+fn rolled_back_record(
+    object: &DecisionModule,
+    modules: &PlannedModules,
+    mode: Mode,
+) -> Result<Option<RolledBackStatus>, Refusal> {
+    let serving = match mode {
+        Mode::Active => modules.module.as_ref(),
+        // The previous version serves; a shadow never served.
+        Mode::Shadow | Mode::Rollback => None,
+    };
+    let record = object.status.as_ref().and_then(|s| s.rolled_back.as_ref());
+    let (Some(file), Some(record)) = (serving, record) else {
+        return Ok(None);
+    };
+    if file.digest.to_string() != record.digest {
+        return Ok(None);
+    }
+    if modules.previous.is_none() {
+        return Err(Refusal::new(
+            RefusalReason::RolledBackBefore,
+            format!(
+                "spec.module: {} (sha256 {}) was rolled back automatically at {} and no `previous` \
+                 is named to serve instead; name a new build, or `previous`",
+                file.path.display(),
+                record.digest,
+                record.at
+            ),
+        ));
+    }
+    Ok(Some(record.clone()))
 }
 
 async fn fetch(

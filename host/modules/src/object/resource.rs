@@ -7,7 +7,10 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{AutoPromote, AutoRollback, Mode};
+use crate::config::{AutoPromote, AutoRollback, MAX_COUNT, MAX_DEADLINE_MS, MAX_MEMORY_MIB, Mode};
+
+/// A sha256 as `sha256:<hex>` or bare hex.
+const SHA256_PATTERN: &str = "^(sha256:)?[0-9a-f]{64}$";
 
 /// One world's module: the spec of a `DecisionModule`.
 #[derive(CustomResource, Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -43,6 +46,7 @@ use crate::config::{AutoPromote, AutoRollback, Mode};
 #[serde(rename_all = "camelCase")]
 pub struct DecisionModuleSpec {
     /// The world it decides for: `pvc-protection`, `resource-claim`, ... One object per world.
+    #[schemars(length(min = 1, max = 63))]
     pub world: String,
     /// The module: in mode `active` it serves, in mode `shadow` it is the candidate.
     pub module: ModuleSource,
@@ -52,9 +56,11 @@ pub struct DecisionModuleSpec {
     pub mode: Mode,
     /// Deadline of one decision, in milliseconds (1 to 10000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = MAX_DEADLINE_MS))]
     pub deadline_ms: Option<u64>,
-    /// Memory cap of one decision, in MiB.
+    /// Memory cap of one decision, in MiB (at most the engine's maximum).
     #[serde(default, rename = "memoryMiB", skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = MAX_MEMORY_MIB))]
     pub memory_mib: Option<u64>,
     /// A candidate deciding beside `module` in mode `active`, without effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +84,7 @@ pub struct ModuleSource {
     pub image: Option<String>,
     /// `sha256:<hex>` (or bare hex) of the wasm bytes; required with a tag or a ConfigMap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(SHA256_PATTERN))]
     pub sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<ConfigMapKey>,
@@ -94,15 +101,20 @@ pub struct ModuleSource {
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 pub struct ConfigMapKey {
+    #[schemars(length(min = 1, max = 63))]
     pub namespace: String,
+    #[schemars(length(min = 1, max = 253))]
     pub name: String,
     /// The key in `binaryData` (or `data`) holding the module.
+    #[schemars(length(min = 1, max = 253))]
     pub key: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 pub struct ObjectName {
+    #[schemars(length(min = 1, max = 63))]
     pub namespace: String,
+    #[schemars(length(min = 1, max = 253))]
     pub name: String,
 }
 
@@ -118,8 +130,11 @@ pub struct Verify {
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 pub struct SecretKey {
+    #[schemars(length(min = 1, max = 63))]
     pub namespace: String,
+    #[schemars(length(min = 1, max = 253))]
     pub name: String,
+    #[schemars(length(min = 1, max = 253))]
     pub key: String,
 }
 
@@ -160,6 +175,7 @@ pub struct DecisionModuleStatus {
     pub phase: Option<Phase>,
     /// The generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = MAX_COUNT))]
     pub observed_generation: Option<i64>,
     /// The version whose decisions are applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,6 +183,14 @@ pub struct DecisionModuleStatus {
     /// The candidate deciding beside it, and how it compares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shadow: Option<ShadowStatus>,
+    /// The build automatic rollback took out of service. Every replica, and
+    /// rekon after a restart, serves `previous` instead while `module` names
+    /// this digest; name a new build to serve again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolled_back: Option<RolledBackStatus>,
+    /// The shadow's automatic promotion and the evidence it was made on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<PromotionStatus>,
     /// `Ready`, `Pulled`, `Verified`, `Promoted`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
@@ -188,8 +212,43 @@ pub struct ActiveStatus {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 pub struct ShadowStatus {
     pub digest: String,
+    #[schemars(range(max = MAX_COUNT))]
     pub agreed: u64,
+    #[schemars(range(max = MAX_COUNT))]
     pub differed: u64,
+    #[schemars(range(max = MAX_COUNT))]
+    pub failed: u64,
+    /// Shadow decisions not run: the shadow budget was full.
+    #[serde(default)]
+    #[schemars(range(max = MAX_COUNT))]
+    pub dropped: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolledBackStatus {
+    /// `sha256:<hex>` of the module bytes rolled back.
+    #[schemars(pattern(SHA256_PATTERN))]
+    pub digest: String,
+    /// RFC 3339 time of the rollback.
+    pub at: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionStatus {
+    /// `sha256:<hex>` of the module promoted.
+    #[schemars(pattern(SHA256_PATTERN))]
+    pub digest: String,
+    /// RFC 3339 time of the promotion.
+    pub at: String,
+    /// The shadow's tally when it was promoted.
+    #[schemars(range(max = MAX_COUNT))]
+    pub agreed: u64,
+    #[schemars(range(max = MAX_COUNT))]
+    pub differed: u64,
+    #[schemars(range(max = MAX_COUNT))]
     pub failed: u64,
 }
 
@@ -206,6 +265,7 @@ pub struct Condition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = MAX_COUNT))]
     pub observed_generation: Option<i64>,
 }
 
@@ -247,6 +307,31 @@ mod tests {
             "deploy/decisionmodules.yaml differs from the Rust types; regenerate it with \
              REKON_WRITE_CRD=1 cargo test -p rekon-modules deploy_crd_matches_the_rust_types"
         );
+    }
+
+    #[test]
+    fn every_integer_of_the_crd_has_a_maximum() {
+        fn walk(path: &str, schema: &serde_json::Value, missing: &mut Vec<String>) {
+            if schema["type"] == "integer" && schema.get("maximum").is_none() {
+                missing.push(path.to_string());
+            }
+            for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+                walk(&format!("{path}.{name}"), property, missing);
+            }
+            if let Some(items) = schema.get("items") {
+                walk(&format!("{path}[]"), items, missing);
+            }
+        }
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(DecisionModule::crd()).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        let mut missing = Vec::new();
+        walk("", schema, &mut missing);
+        assert!(
+            missing.is_empty(),
+            "integers without a maximum: {missing:?}"
+        );
+        assert!(schema["properties"]["spec"]["properties"]["world"].is_object());
     }
 
     #[test]

@@ -5,7 +5,10 @@
 use chrono::{SecondsFormat, Utc};
 
 use crate::config::Mode;
-use crate::object::resource::{ActiveStatus, Condition, DecisionModuleStatus, Phase, ShadowStatus};
+use crate::object::resource::{
+    ActiveStatus, Condition, DecisionModuleStatus, Phase, PromotionStatus, RolledBackStatus,
+    ShadowStatus,
+};
 use crate::refusal::{Refusal, RefusalReason};
 use crate::status::ControllerStatus;
 
@@ -19,9 +22,11 @@ pub const PROMOTED: &str = "Promoted";
 pub enum Outcome {
     /// Fetching and checking.
     Pulling,
-    /// Published (or already serving); `promoted` when its status recorded a promotion.
+    /// Published (or already serving); `promoted` when its status recorded a
+    /// promotion, `rolled_back` the recorded rollback it honours.
     Applied {
         promoted: bool,
+        rolled_back: Option<RolledBackStatus>,
     },
     Refused(Refusal),
 }
@@ -62,7 +67,23 @@ pub fn compute(
         last_transition_time: None,
         observed_generation: generation,
     };
-    let rolled_back = controller.and_then(|c| c.rolled_back.clone());
+    let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
+    // A rollback made here now, else the recorded one the plan honours.
+    let rolled_back = controller
+        .and_then(|c| Some((c.rolled_back.clone()?, c.rolled_back_from.clone()?)))
+        .map(|(message, digest)| RolledBackStatus {
+            at: previous
+                .and_then(|p| p.rolled_back.as_ref())
+                .filter(|r| r.digest == digest)
+                .map_or_else(|| now.clone(), |r| r.at.clone()),
+            digest,
+            message,
+        })
+        .or_else(|| match outcome {
+            Outcome::Applied { rolled_back, .. } => rolled_back.clone(),
+            // Kept while fetching or refused: the record outlives this process.
+            _ => previous.and_then(|p| p.rolled_back.clone()),
+        });
     let promoted_now = controller.is_some_and(|c| c.promoted_at.is_some());
     let stopped = controller.and_then(|c| c.promotion_stopped.clone());
     let (phase, mut conditions) = match outcome {
@@ -76,7 +97,11 @@ pub fn compute(
                     "fetching and checking the module".into(),
                 ),
                 condition(PULLED, None, "Pulling", "fetching the module".into()),
-            ],
+            ]
+            .into_iter()
+            // A recorded promotion stays recorded while the object is fetched again.
+            .chain(previous.and_then(|p| p.condition(PROMOTED)).cloned())
+            .collect(),
         ),
         Outcome::Refused(refusal) => {
             let reason = refusal.reason.as_str();
@@ -101,7 +126,7 @@ pub fn compute(
             }
             (Phase::Rejected, conditions)
         }
-        Outcome::Applied { promoted } => {
+        Outcome::Applied { promoted, .. } => {
             let fetched = condition(PULLED, Some(true), "Pulled", "every module fetched".into());
             let verified = condition(
                 VERIFIED,
@@ -109,10 +134,10 @@ pub fn compute(
                 "Verified",
                 "digests, world, contract version and canary replay checked".into(),
             );
-            let (phase, ready) = if let Some(note) = rolled_back {
+            let (phase, ready) = if let Some(record) = &rolled_back {
                 (
                     Phase::RolledBack,
-                    condition(READY, Some(false), "RolledBack", note),
+                    condition(READY, Some(false), "RolledBack", record.message.clone()),
                 )
             } else if controller.is_some_and(|c| c.mode == Mode::Shadow) {
                 (
@@ -153,7 +178,6 @@ pub fn compute(
             (phase, conditions)
         }
     };
-    let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
     for condition in &mut conditions {
         let kept = previous
             .and_then(|p| p.condition(&condition.type_))
@@ -181,13 +205,32 @@ pub fn compute(
             agreed: c.shadow_agreed,
             differed: c.shadow_differed,
             failed: c.shadow_failed,
+            dropped: c.shadow_dropped,
         })
     });
+    // A promotion made here now, else the one recorded for this generation.
+    let promotion = controller
+        .and_then(|c| c.promotion.as_ref())
+        .map(|p| PromotionStatus {
+            digest: p.digest.clone(),
+            at: p.at.to_rfc3339_opts(SecondsFormat::Secs, true),
+            agreed: p.agreed,
+            differed: p.differed,
+            failed: p.failed,
+        })
+        .or_else(|| match outcome {
+            Outcome::Applied { promoted: true, .. } | Outcome::Pulling => {
+                previous.and_then(|p| p.promotion.clone())
+            }
+            _ => None,
+        });
     DecisionModuleStatus {
         phase: Some(phase),
         observed_generation: generation,
         active,
         shadow,
+        rolled_back,
+        promotion,
         conditions,
     }
 }
@@ -219,9 +262,12 @@ mod tests {
             shadow_agreed: 7,
             shadow_differed: 0,
             shadow_failed: 0,
+            shadow_dropped: 0,
             promoted_at: None,
+            promotion: None,
             promotion_stopped: None,
             rolled_back: None,
+            rolled_back_from: None,
             last_error: None,
             last_error_at: None,
         }
@@ -258,7 +304,10 @@ mod tests {
     fn a_shadow_waiting_for_evidence_shows_its_tally_and_keeps_transition_times() {
         let first = compute(
             Some(1),
-            &Outcome::Applied { promoted: false },
+            &Outcome::Applied {
+                promoted: false,
+                rolled_back: None,
+            },
             true,
             Some(&serving(Mode::Shadow)),
             None,
@@ -275,7 +324,10 @@ mod tests {
         }
         let again = compute(
             Some(1),
-            &Outcome::Applied { promoted: false },
+            &Outcome::Applied {
+                promoted: false,
+                rolled_back: None,
+            },
             true,
             Some(&serving(Mode::Shadow)),
             Some(&earlier),

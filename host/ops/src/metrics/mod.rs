@@ -186,7 +186,7 @@ impl Metrics {
         );
         r.register(
             "rekon_shadow_decisions",
-            "Shadow decisions compared with the active module's, by agreement",
+            "Shadow decisions compared with the active module's, by agreement (dropped: not run, the shadow budget was full)",
             self.shadow_decisions.clone(),
         );
         r.register(
@@ -250,6 +250,17 @@ impl GuestStatus for Metrics {
             self.guest_info.remove(&previous);
         }
         self.guest_info.get_or_create(&current).set(1);
+    }
+
+    fn module_withdrawn(&self, controller: &str) {
+        let previous = self
+            .active_modules
+            .lock()
+            .expect("active modules lock")
+            .remove(controller);
+        if let Some(previous) = previous {
+            self.guest_info.remove(&previous);
+        }
     }
 
     fn shadow_decision(&self, controller: &str, outcome: ShadowOutcome) {
