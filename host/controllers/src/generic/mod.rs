@@ -370,12 +370,13 @@ fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
-/// The host's clock for a decision, RFC 3339 in whole seconds.
+/// The host's clock for a decision, RFC 3339 in whole seconds, rounded down:
+/// a decision never sees a time that has not come yet (a TTL never ends early).
 fn now() -> String {
-    use k8s_openapi::jiff::{Timestamp, Unit};
-    Timestamp::now()
-        .round(Unit::Second)
-        .unwrap_or_else(|_| Timestamp::now())
+    use k8s_openapi::jiff::Timestamp;
+    let now = Timestamp::now();
+    Timestamp::from_second(now.as_second())
+        .unwrap_or(now)
         .to_string()
 }
 
