@@ -4,7 +4,7 @@
 # module per world, for every reference guest with cases (guests/<world>/cases).
 #
 #   deploy/make-guests-configmap.sh [DIR] > deploy/guests-configmap.yaml
-#   kubectl apply -f deploy/guests-configmap.yaml
+#   kubectl apply --server-side -f deploy/guests-configmap.yaml
 set -eu
 dir=${1:-${REKON_GUEST_DIR:-target/wasm32-wasip2/guest}}
 root=$(cd "$(dirname "$0")/.." && pwd)

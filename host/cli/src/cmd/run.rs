@@ -133,6 +133,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             "embedded API server ready: kubectl --kubeconfig {} get pods,pvc,resourceclaims -A",
             args.write_kubeconfig.display()
         );
+        // The DecisionModule API from the start: objects apply at once.
+        use kube::CustomResourceExt as _;
+        kube::Api::all(cluster.client.clone())
+            .create(
+                &Default::default(),
+                &rekon_modules::object::DecisionModule::crd(),
+            )
+            .await
+            .context("installing the DecisionModule CRD in the embedded API server")?;
         let client = cluster.client.clone();
         embedded = Some(cluster);
         client
@@ -160,7 +169,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::decision_modules::serve(modules, client.clone(), &args.objects, health.clone())
         })
         .transpose()?;
-    health.set_guests_loaded(true);
+    health.set_deciders(deciders.clone());
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::to_sink(Box::new(
             std::fs::OpenOptions::new()
