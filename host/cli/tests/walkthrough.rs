@@ -6,11 +6,15 @@
 //!
 //! Needs Node ≥ 20 with npm (and the npm registry, or its cache) and kubectl.
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
+
+/// Longer than the walkthrough ever took; a step that hangs fails the test.
+const DEADLINE: Duration = Duration::from_secs(600);
 
 fn chapter() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/delivery/walkthrough.md")
@@ -50,7 +54,11 @@ fn the_walkthrough_chapter_runs_as_written() {
     )
     .unwrap();
     let started = Instant::now();
-    let out = Command::new("bash")
+    // Its own process group, so a hung step (a wait loop that never ends) and
+    // the background `rekon run` are stopped together at the deadline.
+    let stdout_path = work.path().join("stdout");
+    let stderr_path = work.path().join("stderr");
+    let mut child = Command::new("bash")
         .arg("-c")
         .arg(&script)
         .current_dir(work.path())
@@ -58,18 +66,34 @@ fn the_walkthrough_chapter_runs_as_written() {
         .env("REGISTRY", registry.host())
         .env_remove("KUBECONFIG")
         .env_remove("REKON_GUEST_DIR")
-        .output()
+        .stdout(std::fs::File::create(&stdout_path).unwrap())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .process_group(0)
+        .spawn()
         .expect("bash");
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     let took = started.elapsed();
+    let out_text = std::fs::read_to_string(&stdout_path).unwrap_or_default();
+    let err_text = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let log = std::fs::read_to_string(work.path().join("my-guard/rekon.log")).unwrap_or_default();
     assert!(
-        out.status.success(),
-        "the chapter's commands failed after {took:?}\nstdout:\n{}\nstderr:\n{}\nrekon log (last 4 KiB):\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+        status.is_some_and(|s| s.success()),
+        "the chapter's commands failed ({status:?}) after {took:?}\nstdout:\n{out_text}\nstderr:\n{err_text}\nrekon log (last 4 KiB):\n{}",
         &log[log.floor_char_boundary(log.len().saturating_sub(4096))..]
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = out_text;
     // Promoted: version 2's digest serves, and it protected the workload.
     let v2 = std::fs::read_to_string(work.path().join("my-guard/v2.ref")).unwrap();
     assert!(v2.trim().contains("@sha256:"), "{v2}");

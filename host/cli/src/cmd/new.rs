@@ -226,23 +226,24 @@ fn ts_files(world: &str, name: &str) -> anyhow::Result<Vec<(String, String)>> {
     let mut lock: Value = serde_json::from_str(sdk_file("package-lock.json")?)?;
     let wasm = format!("{name}.wasm");
     let compiled = |tool: &str| format!("node dist/{TS_SDK_DIR}/src/{tool}");
-    package["name"] = name.into();
-    package["version"] = "0.1.0".into();
     package["description"] = format!("rekon:reconcile/{world} decision module").into();
     package["scripts"] = serde_json::json!({
         "build": format!("tsc -p . && {} --world {world} --wit wit -o {wasm} dist/src/guest.js", compiled("build.js")),
         "test": format!("tsc -p . && {} --world {world} --guest dist/src/guest.js cases", compiled("cases/cli.js")),
     });
-    for object in [&mut package, &mut lock, &mut lock["packages"][""]] {
+    // The project's own name and version; the SDK's bin entries and licence
+    // are not the project's.
+    let rename = |object: &mut Value| {
         if let Some(fields) = object.as_object_mut() {
             fields.remove("bin");
             fields.remove("license");
+            fields.insert("name".into(), name.into());
+            fields.insert("version".into(), "0.1.0".into());
         }
-    }
-    for object in [&mut lock, &mut lock["packages"][""]] {
-        object["name"] = name.into();
-        object["version"] = "0.1.0".into();
-    }
+    };
+    rename(&mut package);
+    rename(&mut lock);
+    rename(&mut lock["packages"][""]);
     let json = |value: &Value| serde_json::to_string_pretty(value).map(|text| text + "\n");
     let mut files = vec![
         ("package.json".to_string(), json(&package)?),
