@@ -204,6 +204,14 @@ static RESOURCES: &[ResourceInfo] = &[
         normalize: normalize::<core::v1::ConfigMap>,
         ..BASE
     },
+    // Registry credentials and module signing keys a DecisionModule names.
+    ResourceInfo {
+        kind: "Secret",
+        plural: "secrets",
+        singular: "secret",
+        normalize: normalize::<core::v1::Secret>,
+        ..BASE
+    },
     ResourceInfo {
         kind: "Event",
         plural: "events",
