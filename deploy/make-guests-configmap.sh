@@ -5,7 +5,7 @@
 # that decides for a built-in controller.
 #
 #   deploy/make-guests-configmap.sh [DIR] > deploy/guests-configmap.yaml
-#   kubectl apply -f deploy/guests-configmap.yaml
+#   kubectl apply --server-side -f deploy/guests-configmap.yaml
 set -eu
 dir=${1:-${REKON_GUEST_DIR:-target/wasm32-wasip2/guest}}
 root=$(cd "$(dirname "$0")/.." && pwd)

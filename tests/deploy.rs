@@ -393,3 +393,121 @@ fn module_secrets_are_readable_only_by_name_in_rekon_system() {
         "named Secrets only"
     );
 }
+
+/// The book's operator chapters and the README, with the path they came from.
+fn operator_docs() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    [
+        "README.md",
+        "docs/src/operating.md",
+        "docs/src/quickstart.md",
+        "docs/src/delivery/local.md",
+        "docs/src/delivery/decision-modules.md",
+        "deploy/kustomization.yaml",
+        "deploy/guests-configmap.yaml",
+        "deploy/make-guests-configmap.sh",
+    ]
+    .into_iter()
+    .map(|path| {
+        let text =
+            std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        (path.to_string(), text)
+    })
+    .collect()
+}
+
+/// The generated guests ConfigMap is larger than client-side apply's
+/// `last-applied-configuration` annotation (256 KiB): every apply of deploy/
+/// or of a guests ConfigMap the docs show is server-side.
+#[test]
+fn every_apply_of_the_base_or_a_guests_config_map_is_server_side() {
+    let mut problems = Vec::new();
+    for (path, text) in operator_docs() {
+        for (n, line) in text.lines().enumerate() {
+            let applies_base = line.contains("kubectl apply")
+                && (line.contains("-k deploy")
+                    || line.contains("guests-configmap")
+                    || line.contains("| kubectl apply"));
+            if applies_base && !line.contains("--server-side") {
+                problems.push(format!("{path}:{}: {line}", n + 1));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "client-side applies:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Values the operating chapter states are the Deployment's: the shutdown
+/// grace, the termination grace period, and every object of deploy/ in the
+/// install table.
+#[test]
+fn the_operating_chapter_states_the_deployments_values() {
+    let docs: std::collections::HashMap<String, String> = operator_docs().into_iter().collect();
+    let operating = &docs["docs/src/operating.md"];
+    let deployment: Deployment = find("Deployment");
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    let args = pod.containers[0].args.clone().unwrap();
+    let grace = args
+        .iter()
+        .find(|a| a.starts_with("--shutdown-grace-seconds="))
+        .unwrap();
+    for (n, line) in operating.lines().enumerate() {
+        if let Some(at) = line.find("--shutdown-grace-seconds=") {
+            assert!(
+                line[at..].starts_with(grace.as_str()),
+                "operating.md:{}: states another shutdown grace than the Deployment's {grace}: {line}",
+                n + 1
+            );
+        }
+    }
+    let period = format!(
+        "terminationGracePeriodSeconds: {}",
+        pod.termination_grace_period_seconds.unwrap()
+    );
+    assert!(
+        operating.contains(&period),
+        "operating.md must state `{period}`"
+    );
+    for (file, doc) in manifests() {
+        let kind = doc["kind"].as_str().unwrap();
+        let name = doc["metadata"]["name"].as_str().unwrap();
+        let row = format!("`{kind} {name}`");
+        let listed = operating.lines().any(|l| {
+            l.starts_with("| ") && (l.contains(&row) || l.contains(&format!("`{kind} {name}`,")))
+        });
+        assert!(listed, "operating.md's install table lacks {row} ({file})");
+    }
+}
+
+/// Pulled OCI modules go to the cache volume, not to the small /tmp.
+#[test]
+fn the_oci_cache_lives_on_the_cache_volume() {
+    let deployment: Deployment = find("Deployment");
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    let container = &pod.containers[0];
+    let env = |name: &str| {
+        container
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.clone())
+            .unwrap_or_else(|| panic!("the Deployment sets no {name}"))
+    };
+    let cache_mount = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == "cache")
+        .expect("a cache volume mount");
+    for name in ["REKON_CACHE_DIR", "REKON_OCI_CACHE_DIR"] {
+        assert!(
+            env(name).starts_with(&cache_mount.mount_path),
+            "{name} is not under the cache volume {}",
+            cache_mount.mount_path
+        );
+    }
+}

@@ -21,6 +21,24 @@ pub const SHADOW_DIFFERENCE_BYTES: usize = 16 * 1024;
 /// Bytes of shadow differences kept by one tally, oldest dropped first.
 pub const SHADOW_RETAINED_BYTES: usize = 256 * 1024;
 
+/// Longest guest text one error carries (an error the guest reported, a
+/// refusal, a trap message): errors reach log lines and Event notes.
+pub const ERROR_TEXT_BYTES: usize = 1024;
+
+/// Longest decision (as JSON) in one log line; a longer one is logged as its
+/// size and a cut prefix.
+pub const LOG_DECISION_BYTES: usize = 2 * 1024;
+
+/// `text` as a field of a log line or an error: cut to [`ERROR_TEXT_BYTES`].
+pub fn error_text(text: &str) -> String {
+    cut(text, ERROR_TEXT_BYTES)
+}
+
+/// `decision` as a field of a log line: within [`LOG_DECISION_BYTES`].
+pub fn logged<T: Serialize + ?Sized>(decision: &T) -> Value {
+    bounded_json(decision, LOG_DECISION_BYTES)
+}
+
 /// `text` cut to at most `max` bytes on a character boundary, marked with `…`
 /// when cut.
 pub fn cut(text: &str, max: usize) -> String {

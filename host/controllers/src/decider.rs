@@ -169,6 +169,24 @@ impl Deciders {
         self.0.get(world).map(|slot| slot.missing())
     }
 
+    /// Why no world has a decider, world by world; `None` once any world is
+    /// served (readiness: an install with nothing to serve says why).
+    pub fn nothing_served(&self) -> Option<String> {
+        let mut worlds: Vec<_> = self.0.iter().collect();
+        worlds.sort_by_key(|(world, _)| **world);
+        let mut reasons = Vec::new();
+        for (world, slot) in worlds {
+            match slot.missing().borrow().clone() {
+                None => return None,
+                Some(why) => reasons.push(format!("{world}: {why}")),
+            }
+        }
+        Some(format!(
+            "no decision module serves any world ({})",
+            reasons.join("; ")
+        ))
+    }
+
     /// Every world's slot holds `decider` (tests, benches).
     pub fn all<D>(decider: Arc<D>) -> Self
     where
@@ -437,8 +455,8 @@ impl ShadowTally {
             active_digest = %guests.0.digest,
             shadow_guest = %guests.1.name,
             shadow_digest = %guests.1.digest,
-            active = %difference.active,
-            shadow = %difference.shadow,
+            active = %crate::budget::logged(&difference.active),
+            shadow = %crate::budget::logged(&difference.shadow),
             "shadow decision differs from the active one"
         );
         self.remember(difference);

@@ -57,7 +57,9 @@ impl DecisionPool {
         let guest = decider.info().name;
         let key = key.to_string();
         let call = tokio::task::spawn_blocking(move || decider.decide(&key, input));
-        match call.await {
+        // Whoever decided (a module, linked logic, a panic), its error text
+        // leaves the pool within the error budget.
+        let result = match call.await {
             Ok(result) => result,
             Err(err) => Err(DecideError {
                 guest,
@@ -67,7 +69,11 @@ impl DecisionPool {
                 },
                 failure: DecisionFailure::Trap,
             }),
-        }
+        };
+        result.map_err(|mut err| {
+            err.message = crate::budget::error_text(&err.message);
+            err
+        })
     }
 }
 

@@ -42,6 +42,17 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
+    /// The decision stopped on an error it reported itself: the guest's text,
+    /// cut to the error budget (it reaches log lines and Event notes).
+    pub fn decision(message: &str) -> Self {
+        Self::Decision(crate::budget::error_text(message))
+    }
+
+    /// A refused decision; guest strings in `reason` are cut with the rest.
+    pub fn rejected(reason: &str) -> Self {
+        Self::Rejected(crate::budget::error_text(reason))
+    }
+
     /// 409: the decision was made on stale state; decide again, never retry the write.
     pub fn is_conflict(&self) -> bool {
         matches!(self, Self::Write(w) if w.is_conflict())
@@ -56,9 +67,13 @@ impl ReconcileError {
     }
 }
 
-/// Logs a failed reconcile at the level it deserves.
+/// Logs a failed reconcile at the level it deserves. Every error can carry
+/// guest or server text (a write refused for a guest-chosen field echoes it):
+/// the line carries at most the error budget.
 pub fn log_failure(controller: &str, key: &dyn std::fmt::Display, err: &ReconcileError) {
-    if err.is_conflict() {
+    let conflict = err.is_conflict();
+    let err = crate::budget::error_text(&err.to_string());
+    if conflict {
         tracing::info!(controller, key = %key, error = %err, "conflict: requeued to decide again from fresh state after a short backoff");
     } else {
         tracing::warn!(controller, key = %key, error = %err, "reconcile failed; requeued with backoff");

@@ -62,7 +62,7 @@ impl Rejected {
 
 impl From<Rejected> for ReconcileError {
     fn from(rejected: Rejected) -> Self {
-        ReconcileError::Rejected(rejected.to_string())
+        ReconcileError::rejected(&rejected.to_string())
     }
 }
 

@@ -1,11 +1,14 @@
 //! Liveness and readiness. `/healthz` answers while the process serves HTTP;
-//! `/readyz` needs the guests loaded and either a standby role (a standby is
-//! ready: it holds no caches to sync) or a leader whose caches synced.
+//! `/readyz` needs the guests loaded with a module for at least one world (an
+//! install with nothing to serve is not ready, and says why) and either a
+//! standby role (a standby is ready: it holds no caches to sync) or a leader
+//! whose caches synced.
 
 use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use rekon_controllers::decider::Deciders;
 use rekon_controllers::host::HostProbe;
 
 /// What this replica is doing right now.
@@ -26,6 +29,8 @@ enum Role {
 #[derive(Default)]
 pub struct Health {
     guests_loaded: AtomicBool,
+    /// The worlds' slots, once loaded: asked whether any world is served.
+    deciders: Mutex<Option<Deciders>>,
     role: Mutex<Role>,
 }
 
@@ -70,6 +75,13 @@ impl Health {
         self.guests_loaded.store(loaded, Ordering::Release);
     }
 
+    /// The guests are loaded into `deciders`; ready only while at least one
+    /// world has a module (modules may still come from DecisionModule objects).
+    pub fn set_deciders(&self, deciders: Deciders) {
+        *self.deciders.lock().expect("health lock") = Some(deciders);
+        self.set_guests_loaded(true);
+    }
+
     pub fn set_standby(&self) {
         self.set_role(Role::Standby);
     }
@@ -90,8 +102,12 @@ impl Health {
     pub fn readiness(&self) -> Readiness {
         let guests = Check {
             name: "guests",
-            failure: (!self.guests_loaded.load(Ordering::Acquire))
-                .then(|| "decision modules not loaded".into()),
+            failure: if !self.guests_loaded.load(Ordering::Acquire) {
+                Some("decision modules not loaded".into())
+            } else {
+                let deciders = self.deciders.lock().expect("health lock");
+                deciders.as_ref().and_then(Deciders::nothing_served)
+            },
         };
         let role = match &*self.role.lock().expect("health lock") {
             Role::Starting => Some("starting".to_string()),
@@ -145,6 +161,53 @@ mod tests {
             readiness.to_string(),
             "[+]guests ok\n[+]leader-or-standby ok\nreadyz check ok\n"
         );
+    }
+
+    #[test]
+    fn an_install_with_no_module_for_any_world_is_not_ready_and_says_why() {
+        use std::sync::Arc;
+
+        use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
+        use rekon_controllers::decider::{Decider, GuestInfo, Slot};
+
+        struct Nothing;
+        impl Decider<PvcProtectionWorld> for Nothing {
+            fn info(&self) -> GuestInfo {
+                GuestInfo {
+                    name: "nothing".into(),
+                    digest: "native".into(),
+                }
+            }
+            fn decide(
+                &self,
+                _key: &str,
+                _input: rekon_guest::model::PvcInput,
+            ) -> Result<rekon_guest::model::PvcDecision, rekon_controllers::decider::DecideError>
+            {
+                Ok(rekon_guest::model::PvcDecision::Actions(vec![]))
+            }
+        }
+
+        let pvc = Arc::new(Slot::<PvcProtectionWorld>::missing("sha256 mismatch"));
+        let deciders =
+            Deciders::new()
+                .with(pvc.clone())
+                .with(Arc::new(Slot::<ResourceClaimWorld>::missing(
+                    "no DecisionModule names it",
+                )));
+        let health = Health::new();
+        health.set_standby();
+        health.set_deciders(deciders);
+        let readiness = health.readiness().to_string();
+        assert!(
+            readiness.contains("[-]guests failed: no decision module serves any world")
+                && readiness.contains("pvc-protection: sha256 mismatch")
+                && readiness.contains("resource-claim: no DecisionModule names it"),
+            "{readiness}"
+        );
+        pvc.swap(Arc::new(Nothing));
+        let readiness = health.readiness();
+        assert!(readiness.is_ready(), "{readiness}");
     }
 
     #[test]

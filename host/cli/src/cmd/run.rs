@@ -191,6 +191,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         &leader,
         Duration::from_secs(args.discovery_seconds.max(1)),
     )?;
+    health.set_deciders(deciders.clone());
     health.set_guests_loaded(true);
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::to_sink(Box::new(

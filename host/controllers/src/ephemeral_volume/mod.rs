@@ -79,11 +79,16 @@ impl Reconciler for EphemeralVolumeController {
             self.create(&key_text, &pod, volume).await?;
         }
         if let Some(conflict) = plan.conflict {
-            self.warn(&pod, &conflict.volume, &conflict.message).await;
-            return Err(ReconcileError::Decision(format!(
-                "PVC {}/{}: {}",
-                key.namespace, conflict.claim_name, conflict.message
-            )));
+            // Upstream's wording (ephemeral.VolumeIsForPod), from what the host
+            // checked; the guest's message goes no further than the journal.
+            let message = format!(
+                "PVC {ns}/{} was not created for pod {ns}/{} (pod is not owner)",
+                conflict.claim_name,
+                key.name,
+                ns = key.namespace
+            );
+            self.warn(&pod, &conflict.volume, &message).await;
+            return Err(ReconcileError::decision(&format!("pod {key}: {message}")));
         }
         tracing::info!(controller = NAME, key = %key, created = plan.creates.len(), "reconciled");
         Ok(Outcome::Done)

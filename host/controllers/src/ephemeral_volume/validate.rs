@@ -25,7 +25,7 @@ pub fn build_pvc(
     let template = &volume.template;
     let spec: PersistentVolumeClaimSpec =
         serde_json::from_str(&template.spec_json).map_err(|err| {
-            ReconcileError::Decision(format!(
+            ReconcileError::decision(&format!(
                 "pod {}/{} volume {}: claim template spec is not a PersistentVolumeClaimSpec: {err}",
                 pod.namespace, pod.name, volume.name
             ))
@@ -71,7 +71,7 @@ pub fn plan<'a>(
 ) -> Result<Plan<'a>, ReconcileError> {
     let pod = &input.pod;
     let reject = |index: usize, why: String| {
-        Err(ReconcileError::Rejected(format!(
+        Err(ReconcileError::rejected(&format!(
             "pod {}/{}: action {index}: {why}",
             pod.namespace, pod.name
         )))
@@ -103,7 +103,13 @@ pub fn plan<'a>(
             VolumeAction::Conflict(conflict) => &conflict.volume,
         };
         let Some(volume) = input.volumes.iter().find(|v| &v.name == volume_name) else {
-            return reject(index, format!("names no ephemeral volume: {volume_name:?}"));
+            return reject(
+                index,
+                format!(
+                    "names no ephemeral volume: {}",
+                    crate::validate::shown(volume_name)
+                ),
+            );
         };
         let name = pod.claim_name(&volume.name);
         match action {
@@ -123,7 +129,10 @@ pub fn plan<'a>(
                 if conflict.claim_name != name {
                     return reject(
                         index,
-                        format!("conflict names {:?}, not {name}", conflict.claim_name),
+                        format!(
+                            "conflict names {}, not {name}",
+                            crate::validate::shown(&conflict.claim_name)
+                        ),
                     );
                 }
                 // Upstream reports a conflict only for an existing PVC the pod

@@ -161,7 +161,7 @@ impl PvcProtection {
             Err(WriteError::NotFound { .. }) => return Ok(Outcome::Done),
             Err(err) => return Err(err.into()),
         }
-        tracing::info!(controller = NAME, key = %key, guest = %guest.name, digest = %guest.digest, decision = ?actions, writes = 1, "reconciled");
+        tracing::info!(controller = NAME, key = %key, guest = %guest.name, digest = %guest.digest, decision = %crate::budget::logged(&actions), writes = 1, "reconciled");
         Ok(Outcome::Done)
     }
 

@@ -9,6 +9,7 @@ use rekon_guest::model::{self, ClaimDecision, ClaimInput, PodLookup, Reservation
 use serde_json::{Value, json};
 
 use super::{NAME, ResourceClaimController, consumer_json};
+use crate::budget::logged;
 use crate::cache::ObjectKey;
 use crate::journal::{Entry, Preconditions};
 use std::sync::Arc;
@@ -111,7 +112,7 @@ impl ResourceClaimController {
             writes += 1;
         }
         tracing::info!(controller = NAME, key = %key_text, guest = %guest.name, digest = %guest.digest,
-            decision = ?actions, writes, "reconciled");
+            decision = %logged(&actions), writes, "reconciled");
         Ok(Outcome::Done)
     }
 
@@ -179,8 +180,9 @@ impl ResourceClaimController {
         for name in names {
             let unknown = |r: &Reservation| r.consumer.name == *name && r.pod == PodLookup::Unknown;
             if !input.reservations.iter().any(unknown) {
-                return Err(ReconcileError::Rejected(format!(
-                    "guest asked for a live GET of pod {ns}/{name}, which is not an unknown reservedFor entry"
+                return Err(ReconcileError::rejected(&format!(
+                    "guest asked for a live GET of pod {ns}/{}, which is not an unknown reservedFor entry",
+                    crate::validate::shown(name)
                 )));
             }
             let result = api.get_opt(name).await;

@@ -9,6 +9,7 @@ use rekon_guest::model::{self, PodInput, StatusClaim};
 use serde_json::{Value, json};
 
 use super::{NAME, ResourceClaimController, consumer_json};
+use crate::budget::{error_text, logged};
 use crate::cache::ObjectKey;
 use rekon_machinery::enqueue::resource_claim::{ClaimName, resolve_claim_name};
 
@@ -119,11 +120,13 @@ impl ResourceClaimController {
             Ok(())
         }
         .await;
+        // Guest text, cut: a decision can carry megabytes of strings.
         tracing::info!(controller = NAME, key = %key_text, guest = %guest.name, digest = %guest.digest,
-            decision = ?decision.actions, error = ?decision.error, writes, "reconciled");
+            decision = %logged(&decision.actions), error = decision.error.as_deref().map(error_text),
+            writes, "reconciled");
         let error = match (applied, &decision.error) {
             (Err(err), _) => Some(err),
-            (Ok(()), Some(message)) => Some(ReconcileError::Decision(message.clone())),
+            (Ok(()), Some(message)) => Some(ReconcileError::decision(message)),
             (Ok(()), None) => None,
         };
         match error {
