@@ -5,7 +5,7 @@
 //! Per language:
 //! - compile: `Engine::precompile` of the component, once (what the cache saves);
 //! - instantiate: a fresh store + instance alone, p50/p99;
-//! - fresh instance + decision at concurrency N = 1, 10, 100: N threads each
+//! - fresh instance + decision at concurrency N = 1, 2, 10, 100: N threads each
 //!   deciding in a loop for a fixed time, every decision timed on its own, and
 //!   the decisions per second of all threads together;
 //! - resident memory per concurrent decision: (peak RSS while N decide − RSS
@@ -34,7 +34,7 @@ use rekon_runtime::{Engine, EngineConfig, GuestPre, Limits, World};
 use support::{Stats, sample, us};
 
 const PODS: usize = 10;
-const CONCURRENCY: [usize; 3] = [1, 10, 100];
+const CONCURRENCY: [usize; 4] = [1, 2, 10, 100];
 /// How long each concurrency level runs.
 const RUN_FOR: Duration = Duration::from_millis(2000);
 

@@ -136,6 +136,20 @@ fn wasmtime_config(config: &EngineConfig) -> Config {
         .epoch_interruption(true)
         .memory_init_cow(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    // Explicit bounds checks instead of guard pages and signal handlers. With
+    // virtual-memory bounds, every instantiation makes the pages its previous
+    // decision grew into inaccessible again and the guest's first
+    // `memory.grow` makes them accessible: two `mprotect`s per decision, each
+    // holding the process's mmap lock for writing and interrupting the other
+    // cores to flush their TLBs, which serialised concurrent decisions (two
+    // threads decided no faster than one). Without guard pages a slot keeps
+    // its accessible size across decisions (its contents are still reset), so
+    // a decision makes no `mprotect` at all. The cost is a bounds check per
+    // memory access in the guest's code, and Cranelift's Spectre hardening of
+    // those checks (which relies on a fault at address 0) is off.
+    wasm.signals_based_traps(false)
+        .memory_guard_size(0)
+        .guard_before_linear_memory(false);
     wasm
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use rekon_apiserver::stored::Stored;
 use rekon_apiserver::{ApiServer, FaultConfig, KubeletMode, ServerConfig};
 use rekon_controllers::generic::ControllerModule;
 use rekon_controllers::host::{Host, HostConfig, NotConverged};
@@ -129,13 +130,33 @@ impl EmbeddedCluster {
 
     /// Every object, sorted, without managedFields.
     pub fn objects(&self) -> Vec<Value> {
-        let mut objects = self.server.store().snapshot();
-        for obj in &mut objects {
+        let mut objects = Vec::new();
+        self.each_object(|obj| objects.push(obj));
+        objects
+    }
+
+    /// Hands every object, sorted, without managedFields, to `each` one at a time. Only
+    /// the stored text is held (shared with the store): a JSON tree costs several times
+    /// its text, and 60,000 of them at once were the peak of a large simulation.
+    pub fn each_object(&self, mut each: impl FnMut(Value)) {
+        let mut all: Vec<(String, &str, String, String, Stored)> =
+            self.server.store().read(|objs| {
+                objs.iter_all()
+                    .map(|(key, obj)| {
+                        let info = key.resource.info();
+                        let (namespace, name) = (key.namespace.clone(), key.name.clone());
+                        (info.api_version(), info.kind, namespace, name, obj.clone())
+                    })
+                    .collect()
+            });
+        all.sort_by(|a, b| (&a.0, a.1, &a.2, &a.3).cmp(&(&b.0, b.1, &b.2, &b.3)));
+        for (.., stored) in all {
+            let mut obj = stored.decode();
             if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.remove("managedFields");
             }
+            each(obj);
         }
-        objects
     }
 }
 
@@ -157,6 +178,35 @@ pub fn host_config(deciders: &Deciders, journal: Arc<Journal>) -> HostConfig {
     }
 }
 
+/// Objects loaded per `load_objects` call: the prepared JSON trees of one chunk are
+/// all that is held besides the store's text.
+const LOAD_CHUNK: usize = 1024;
+
+/// Loads `state` into the store, in chunks unless it defines custom resources (those
+/// are loaded in one call, which puts the definitions before the objects they define).
+fn load(cluster: &EmbeddedCluster, state: Vec<Value>) -> Result<(), SimulateError> {
+    let store = cluster.server.store();
+    let load = |objs| {
+        store
+            .load_objects(objs)
+            .map_err(|e| SimulateError::State(e.to_string()))
+    };
+    if state
+        .iter()
+        .any(|o| o["kind"] == "CustomResourceDefinition")
+    {
+        return load(state);
+    }
+    let mut objs = state.into_iter();
+    loop {
+        let chunk: Vec<Value> = objs.by_ref().take(LOAD_CHUNK).collect();
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        load(chunk)?;
+    }
+}
+
 /// Runs a whole simulation.
 pub async fn simulate(
     state: Vec<Value>,
@@ -166,12 +216,38 @@ pub async fn simulate(
     deciders: Deciders,
     journal: Arc<Journal>,
 ) -> Result<Report, SimulateError> {
+    let mut objects = Vec::new();
+    let outcome = simulate_each(state, steps, options, settle, deciders, journal, |obj| {
+        objects.push(obj)
+    })
+    .await?;
+    Ok(Report {
+        objects,
+        journal: outcome.journal,
+        converged: outcome.converged,
+    })
+}
+
+/// What [`simulate_each`] ends with besides the objects it handed out.
+pub struct Outcome {
+    pub journal: Arc<Journal>,
+    /// `Err` names the keys that did not converge.
+    pub converged: Result<(), NotConverged>,
+}
+
+/// [`simulate`], handing the final objects (sorted, without managedFields) to `each`
+/// one at a time instead of holding them all.
+pub async fn simulate_each(
+    state: Vec<Value>,
+    steps: Vec<Step>,
+    options: ClusterOptions,
+    settle: Settle,
+    deciders: Deciders,
+    journal: Arc<Journal>,
+    each: impl FnMut(Value),
+) -> Result<Outcome, SimulateError> {
     let cluster = EmbeddedCluster::start(&options).await?;
-    cluster
-        .server
-        .store()
-        .load_objects(state)
-        .map_err(|e| SimulateError::State(e.to_string()))?;
+    load(&cluster, state)?;
     let host = Host::start(
         cluster.client.clone(),
         HostConfig {
@@ -200,11 +276,7 @@ pub async fn simulate(
             .await;
     }
     host.shutdown(Duration::from_secs(5)).await;
-    let objects = cluster.objects();
+    cluster.each_object(each);
     cluster.server.shutdown().await;
-    Ok(Report {
-        objects,
-        journal,
-        converged,
-    })
+    Ok(Outcome { journal, converged })
 }

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use rekon_apiserver::{FaultConfig, KubeletMode};
 use rekon_controllers::journal::Journal;
 use rekon_simulate::workload::Workload;
-use rekon_simulate::{ClusterOptions, Settle, parse_steps, simulate};
+use rekon_simulate::{ClusterOptions, Settle, parse_steps, simulate_each};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -121,9 +121,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         timeout: Duration::from_secs(args.timeout_seconds),
         ..Settle::default()
     };
-    let report = simulate(state, steps, options, settle, deciders, journal).await?;
-
-    let (mut out, name): (Box<dyn Write>, String) = match &args.output {
+    let (mut out, name): (Box<dyn Write + Send>, String) = match &args.output {
         Some(path) => (
             Box::new(
                 std::fs::File::create(path)
@@ -131,16 +129,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             ),
             path.display().to_string(),
         ),
-        None => (Box::new(std::io::stdout().lock()), "stdout".to_string()),
+        None => (Box::new(std::io::stdout()), "stdout".to_string()),
     };
-    // One object at a time: the whole text of a large state is never held at once.
+    // One object at a time, decoded from the store's text as it is written: neither the
+    // whole text nor every object's JSON tree is held at once.
     let mut out = std::io::BufWriter::new(&mut out);
-    for obj in &report.objects {
-        writeln!(out, "---")
-            .and_then(|()| serde_yaml::to_writer(&mut out, obj).map_err(std::io::Error::other))
-            .with_context(|| format!("writing {name}"))?;
-    }
-    out.flush().with_context(|| format!("writing {name}"))?;
+    let mut written = Ok(());
+    let report = simulate_each(state, steps, options, settle, deciders, journal, |obj| {
+        if written.is_ok() {
+            written = writeln!(out, "---").and_then(|()| {
+                serde_yaml::to_writer(&mut out, &obj).map_err(std::io::Error::other)
+            });
+        }
+    })
+    .await?;
+    written
+        .and_then(|()| out.flush())
+        .with_context(|| format!("writing {name}"))?;
     drop(out);
     match report.converged {
         Ok(()) => Ok(ExitCode::SUCCESS),
