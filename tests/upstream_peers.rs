@@ -225,7 +225,7 @@ async fn run_side(scenario: Scenario, side: Side, env: &Env) -> anyhow::Result<R
         let (cases, problems) = scenario.script(&h, &prefix).await?;
         let after = peer::server_counts(&h.client, scenario.resource()).await?;
         let server = peer::controller_requests(&before, &after, h.writes() - own);
-        Ok((cases, problems, server))
+        Ok::<_, anyhow::Error>((cases, problems, server))
     }
     .await;
     let journal = running.stop(env).await?;
