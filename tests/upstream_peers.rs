@@ -187,9 +187,9 @@ async fn environment() -> anyhow::Result<Option<Env>> {
         anyhow::anyhow!("{REAL_KUBECONFIG_ENV}={} is set but the server does not answer: {e}", kubeconfig.display())
     })?;
     println!(
-        "upstream_peers: real server {}, {}",
+        "upstream_peers: real server {}, kube-controller-manager from {}",
         version.git_version,
-        String::from_utf8_lossy(&build.stdout).trim()
+        kcm_tool.display()
     );
     let run_id = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?

@@ -171,7 +171,7 @@ pub async fn script(h: &Harness, prefix: &str) -> anyhow::Result<(Vec<Case>, Vec
         expected: State::Gone,
         observed: state(h, prefix, "rebound").await,
         note: if released {
-            format!("gone {:.1} s after the phase changed", started.elapsed().as_secs_f64())
+            format!("{:.1} s after the phase changed", started.elapsed().as_secs_f64())
         } else {
             String::new()
         },
