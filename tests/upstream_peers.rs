@@ -87,9 +87,13 @@ impl Scenario {
 
     /// Why it cannot run against this server, if it cannot.
     async fn unavailable(self, env: &Env) -> anyhow::Result<Option<String>> {
-        let module = rekon_runtime::testing::guest_dir().join(format!("{}.wasm", self.peer().module));
+        let module =
+            rekon_runtime::testing::guest_dir().join(format!("{}.wasm", self.peer().module));
         if !module.is_file() {
-            return Ok(Some(format!("{} does not exist (run `make guests`)", module.display())));
+            return Ok(Some(format!(
+                "{} does not exist (run `make guests`)",
+                module.display()
+            )));
         }
         if let Scenario::TtlAfterFinished = self {
             let h = Harness::new(env.client.clone());
@@ -162,7 +166,9 @@ async fn environment() -> anyhow::Result<Option<Env>> {
             return Ok(None);
         }
         Some(v) => PathBuf::from(v),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/real-controller-manager"),
+        None => {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/real-controller-manager")
+        }
     };
     if !kcm_tool.is_file() {
         println!(
@@ -172,7 +178,10 @@ async fn environment() -> anyhow::Result<Option<Env>> {
         return Ok(None);
     }
     // Idempotent: returns at once once built.
-    let build = tokio::process::Command::new(&kcm_tool).arg("build").output().await?;
+    let build = tokio::process::Command::new(&kcm_tool)
+        .arg("build")
+        .output()
+        .await?;
     if !build.status.success() {
         println!(
             "upstream_peers: skipped: `{} build` failed:\n{}",
@@ -184,7 +193,10 @@ async fn environment() -> anyhow::Result<Option<Env>> {
     let kubeconfig = PathBuf::from(kubeconfig);
     let client = peer::client_for(&kubeconfig).await?;
     let version = client.apiserver_version().await.map_err(|e| {
-        anyhow::anyhow!("{REAL_KUBECONFIG_ENV}={} is set but the server does not answer: {e}", kubeconfig.display())
+        anyhow::anyhow!(
+            "{REAL_KUBECONFIG_ENV}={} is set but the server does not answer: {e}",
+            kubeconfig.display()
+        )
     })?;
     println!(
         "upstream_peers: real server {}, kube-controller-manager from {}",
@@ -246,7 +258,10 @@ fn compare(scenario: Scenario, kcm: &Run, rekon: &Run) -> Vec<String> {
     let mut failures = Vec::new();
     for (k, r) in kcm.cases.iter().zip(&rekon.cases) {
         if k.observed != r.observed {
-            failures.push(format!("{}: {} {}, rekon {}", k.name, kcm.side, k.observed, r.observed));
+            failures.push(format!(
+                "{}: {} {}, rekon {}",
+                k.name, kcm.side, k.observed, r.observed
+            ));
         }
     }
     for run in [kcm, rekon] {
@@ -301,7 +316,10 @@ fn render(scenario: Scenario, kcm: &Run, rekon: &Run, failures: &[String]) -> St
         rekon.server.gets
     );
     if let Some(journal) = rekon.journal {
-        out += &format!(", {} writes, {} GETs (journal)", journal.writes, journal.gets);
+        out += &format!(
+            ", {} writes, {} GETs (journal)",
+            journal.writes, journal.gets
+        );
     }
     out += "\n";
     if failures.is_empty() {

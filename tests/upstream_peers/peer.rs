@@ -185,13 +185,21 @@ impl Running {
                     .args(["stop", &process.pid.to_string()])
                     .status()
                     .await?;
-                anyhow::ensure!(status.success(), "stopping kube-controller-manager: {status}");
-                let stopped = poll_until(Duration::from_secs(20), Duration::from_millis(100), || {
-                    let gone = process.exited();
-                    async move { gone }
-                })
-                .await;
-                anyhow::ensure!(stopped, "kube-controller-manager {} did not exit", process.pid);
+                anyhow::ensure!(
+                    status.success(),
+                    "stopping kube-controller-manager: {status}"
+                );
+                let stopped =
+                    poll_until(Duration::from_secs(20), Duration::from_millis(100), || {
+                        let gone = process.exited();
+                        async move { gone }
+                    })
+                    .await;
+                anyhow::ensure!(
+                    stopped,
+                    "kube-controller-manager {} did not exit",
+                    process.pid
+                );
                 process.stopped = true;
                 Ok(None)
             }
@@ -312,11 +320,16 @@ impl Harness {
             }
         }
         let selector = &selector;
-        let gone = poll_until(Duration::from_secs(20), Duration::from_millis(200), move || async move {
-            api.list(selector).await.is_ok_and(|l| l.items.is_empty())
-        })
+        let gone = poll_until(
+            Duration::from_secs(20),
+            Duration::from_millis(200),
+            move || async move { api.list(selector).await.is_ok_and(|l| l.items.is_empty()) },
+        )
         .await;
-        anyhow::ensure!(gone, "objects labelled {RUN_LABEL}={prefix} are still there");
+        anyhow::ensure!(
+            gone,
+            "objects labelled {RUN_LABEL}={prefix} are still there"
+        );
         Ok(())
     }
 }
@@ -408,7 +421,10 @@ pub struct Run {
 }
 
 /// `apiserver_request_total` of one resource (every subresource), by verb.
-pub async fn server_counts(client: &Client, resource: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+pub async fn server_counts(
+    client: &Client,
+    resource: &str,
+) -> anyhow::Result<BTreeMap<String, u64>> {
     let text = client
         .request_text(http::Request::get("/metrics").body(Vec::new())?)
         .await
@@ -442,13 +458,19 @@ pub fn controller_requests(
     after: &BTreeMap<String, u64>,
     harness_writes: u64,
 ) -> Requests {
-    let delta = |verb: &str| {
-        after.get(verb).copied().unwrap_or(0) - before.get(verb).copied().unwrap_or(0)
-    };
-    let writes: u64 = ["POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"]
-        .iter()
-        .map(|v| delta(v))
-        .sum();
+    let delta =
+        |verb: &str| after.get(verb).copied().unwrap_or(0) - before.get(verb).copied().unwrap_or(0);
+    let writes: u64 = [
+        "POST",
+        "PUT",
+        "PATCH",
+        "DELETE",
+        "DELETECOLLECTION",
+        "APPLY",
+    ]
+    .iter()
+    .map(|v| delta(v))
+    .sum();
     Requests {
         writes: writes.saturating_sub(harness_writes),
         gets: delta("GET"),

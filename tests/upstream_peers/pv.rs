@@ -92,22 +92,29 @@ pub async fn canary(h: &Harness, prefix: &str) -> anyhow::Result<bool> {
     let pvs = api(h);
     let name = format!("{prefix}-canary");
     h.create(&pvs, pv(prefix, "canary")).await?;
-    h.merge(&pvs, &name, false, json!({"metadata": {"finalizers": null}}))
-        .await?;
-    let protected = poll_until(Duration::from_secs(60), Duration::from_millis(100), move || async move {
-        state(h, prefix, "canary").await == State::kept(&[FINALIZER])
-    })
+    h.merge(
+        &pvs,
+        &name,
+        false,
+        json!({"metadata": {"finalizers": null}}),
+    )
+    .await?;
+    let protected = poll_until(
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        move || async move { state(h, prefix, "canary").await == State::kept(&[FINALIZER]) },
+    )
     .await;
     if !protected {
         return Ok(false);
     }
     h.delete(&pvs, &name).await?;
-    Ok(
-        poll_until(Duration::from_secs(20), Duration::from_millis(100), move || async move {
-            state(h, prefix, "canary").await == State::Gone
-        })
-        .await,
+    Ok(poll_until(
+        Duration::from_secs(20),
+        Duration::from_millis(100),
+        move || async move { state(h, prefix, "canary").await == State::Gone },
     )
+    .await)
 }
 
 pub async fn script(h: &Harness, prefix: &str) -> anyhow::Result<(Vec<Case>, Vec<String>)> {
@@ -117,12 +124,22 @@ pub async fn script(h: &Harness, prefix: &str) -> anyhow::Result<(Vec<Case>, Vec
     }
     for (case, phase, _) in PVS {
         if let Some(phase) = phase {
-            h.merge(&pvs, &format!("{prefix}-{case}"), true, json!({"status": {"phase": phase}}))
-                .await?;
+            h.merge(
+                &pvs,
+                &format!("{prefix}-{case}"),
+                true,
+                json!({"status": {"phase": phase}}),
+            )
+            .await?;
         }
     }
-    h.merge(&pvs, &format!("{prefix}-stripped"), false, json!({"metadata": {"finalizers": null}}))
-        .await?;
+    h.merge(
+        &pvs,
+        &format!("{prefix}-stripped"),
+        false,
+        json!({"metadata": {"finalizers": null}}),
+    )
+    .await?;
     for (case, _, deleted) in PVS {
         if *deleted {
             h.delete(&pvs, &format!("{prefix}-{case}")).await?;
@@ -135,11 +152,16 @@ pub async fn script(h: &Harness, prefix: &str) -> anyhow::Result<(Vec<Case>, Vec
         _ => State::Gone,
     };
     let mut problems = Vec::new();
-    let settled = poll_until(Duration::from_secs(20), Duration::from_millis(100), move || async move {
-        states(h, prefix)
-            .await
-            .is_ok_and(|s| s.iter().all(|(case, state)| *case == "canary" || *state == expected(case)))
-    })
+    let settled = poll_until(
+        Duration::from_secs(20),
+        Duration::from_millis(100),
+        move || async move {
+            states(h, prefix).await.is_ok_and(|s| {
+                s.iter()
+                    .all(|(case, state)| *case == "canary" || *state == expected(case))
+            })
+        },
+    )
     .await;
     if !settled {
         problems.push("the PVs did not reach the expected states within 20 s".into());
@@ -159,19 +181,29 @@ pub async fn script(h: &Harness, prefix: &str) -> anyhow::Result<(Vec<Case>, Vec
         .collect();
 
     // The bound PV is released: now its finalizer goes.
-    h.merge(&pvs, &format!("{prefix}-rebound"), true, json!({"status": {"phase": "Released"}}))
-        .await?;
+    h.merge(
+        &pvs,
+        &format!("{prefix}-rebound"),
+        true,
+        json!({"status": {"phase": "Released"}}),
+    )
+    .await?;
     let started = std::time::Instant::now();
-    let released = poll_until(Duration::from_secs(20), Duration::from_millis(50), move || async move {
-        state(h, prefix, "rebound").await == State::Gone
-    })
+    let released = poll_until(
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        move || async move { state(h, prefix, "rebound").await == State::Gone },
+    )
     .await;
     cases.push(Case {
         name: "rebound, then Released",
         expected: State::Gone,
         observed: state(h, prefix, "rebound").await,
         note: if released {
-            format!("{:.1} s after the phase changed", started.elapsed().as_secs_f64())
+            format!(
+                "{:.1} s after the phase changed",
+                started.elapsed().as_secs_f64()
+            )
         } else {
             String::new()
         },

@@ -58,10 +58,20 @@ fn cases() -> Vec<JobCase> {
         case("complete", Some(2), Some(("Complete", 0)), deleted()),
         case("failed", Some(2), Some(("Failed", 0)), deleted()),
         case("old", Some(2), Some(("Complete", 3600)), deleted()),
-        case("extended", Some(EXTENDED_FIRST_TTL), Some(("Complete", 0)), deleted()),
+        case(
+            "extended",
+            Some(EXTENDED_FIRST_TTL),
+            Some(("Complete", 0)),
+            deleted(),
+        ),
         case("running", Some(2), None, State::kept(&[])),
         case("no-ttl", None, Some(("Complete", 0)), State::kept(&[])),
-        case("held", Some(2), Some(("Complete", 0)), State::deleting(&[HOLD])),
+        case(
+            "held",
+            Some(2),
+            Some(("Complete", 0)),
+            State::deleting(&[HOLD]),
+        ),
     ]
 }
 
@@ -97,7 +107,9 @@ fn api(h: &Harness) -> Api<Job> {
 /// unless started with `--feature-gates=TTLAfterFinished=true`).
 pub async fn server_keeps_ttl(h: &Harness, prefix: &str) -> anyhow::Result<bool> {
     let jobs = api(h);
-    let created = h.create(&jobs, job(prefix, "probe", Some(3600), &[])).await?;
+    let created = h
+        .create(&jobs, job(prefix, "probe", Some(3600), &[]))
+        .await?;
     h.delete(&jobs, &format!("{prefix}-probe")).await?;
     Ok(created.spec.and_then(|s| s.ttl_seconds_after_finished) == Some(3600))
 }
@@ -132,14 +144,16 @@ pub async fn canary(h: &Harness, prefix: &str) -> anyhow::Result<bool> {
     let finished = now_in_seconds() - chrono::Duration::hours(1);
     h.merge(&jobs, &name, true, finished_status("Complete", finished))
         .await?;
-    Ok(
-        poll_until(Duration::from_secs(60), Duration::from_millis(100), move || async move {
+    Ok(poll_until(
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        move || async move {
             states(h, prefix)
                 .await
                 .is_ok_and(|s| s["canary"] != State::kept(&[]))
-        })
-        .await,
+        },
     )
+    .await)
 }
 
 /// When each case's Job expires (its final TTL after its finish time) and when
@@ -156,7 +170,8 @@ pub async fn script(h: &Harness, prefix: &str) -> anyhow::Result<(Vec<Case>, Vec
     let cases = cases();
     for case in &cases {
         let finalizers: &[&str] = if case.name == "held" { &[HOLD] } else { &[] };
-        h.create(&jobs, job(prefix, case.name, case.ttl, finalizers)).await?;
+        h.create(&jobs, job(prefix, case.name, case.ttl, finalizers))
+            .await?;
     }
     h.delete(&jobs, &format!("{prefix}-held")).await?;
     let mut timings = BTreeMap::new();
@@ -165,8 +180,13 @@ pub async fn script(h: &Harness, prefix: &str) -> anyhow::Result<(Vec<Case>, Vec
             continue;
         };
         let finished = now_in_seconds() - chrono::Duration::seconds(ago);
-        h.merge(&jobs, &format!("{prefix}-{}", case.name), true, finished_status(kind, finished))
-            .await?;
+        h.merge(
+            &jobs,
+            &format!("{prefix}-{}", case.name),
+            true,
+            finished_status(kind, finished),
+        )
+        .await?;
         let written = Utc::now();
         let ttl = match case.name {
             "extended" => Some(EXTENDED_TTL),
