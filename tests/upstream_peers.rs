@@ -288,22 +288,26 @@ fn compare(scenario: Scenario, kcm: &Run, rekon: &Run) -> Vec<String> {
 }
 
 fn render(scenario: Scenario, kcm: &Run, rekon: &Run, failures: &[String]) -> String {
+    let row = |case: &str, expected: &str, kcm: &str, rekon: &str| {
+        format!("{case:<24} {expected:<40} {kcm:<60} {rekon}\n")
+    };
     let mut out = format!(
-        "== {} (resource {})\n{:<24} {:<34} {:<34} {}\n",
+        "== {} (resource {})\n",
         scenario.peer().name,
-        scenario.resource(),
+        scenario.resource()
+    );
+    out += &row(
         "case",
         "expected",
-        kcm.side,
-        rekon.side
+        &kcm.side.to_string(),
+        &rekon.side.to_string(),
     );
     for (k, r) in kcm.cases.iter().zip(&rekon.cases) {
-        out += &format!(
-            "{:<24} {:<34} {:<34} {}\n",
+        out += &row(
             k.name,
-            k.expected.to_string(),
-            format!("{} {}", k.observed, k.note),
-            format!("{} {}", r.observed, r.note)
+            &k.expected.to_string(),
+            &format!("{} {}", k.observed, k.note),
+            &format!("{} {}", r.observed, r.note),
         );
     }
     out += &format!(
