@@ -25,14 +25,18 @@ guests: guests-rust guests-ts guests-py
 guests-rust: setup
 	cargo build --profile $(GUEST_PROFILE) --target wasm32-wasip2 $(GUEST_CRATES)
 
-# The reference modules, one per guest with cases (guests/<world>/cases), as
-# GUESTS_OUT/<world>.wasm: what the image ships (Dockerfile).
+# The reference modules, one per built-in world with cases (guests/<world>/cases),
+# as GUESTS_OUT/<world>.wasm: what the image ships (Dockerfile). Controller
+# modules are not built-in worlds: an operator pins each (guests.yaml `controllers:`).
 GUESTS_OUT ?= $(CARGO_TARGET_DIR)/reference-guests
 reference-guests: guests-rust
 	mkdir -p $(GUESTS_OUT)
 	set -e; for cases in guests/*/cases; do \
 	  world=$$(basename $$(dirname $$cases)); \
-	  cp $(REKON_GUEST_DIR)/rekon_guest_$$(echo $$world | tr - _).wasm $(GUESTS_OUT)/$$world.wasm; \
+	  module=$(REKON_GUEST_DIR)/rekon_guest_$$(echo $$world | tr - _).wasm; \
+	  [ -f $$module ] || continue; \
+	  if grep -qa 'rekon:reconcile/controller-decider@' $$module; then continue; fi; \
+	  cp $$module $(GUESTS_OUT)/$$world.wasm; \
 	done
 
 # ---- TypeScript and Python guests (guests/<world>/ts, guests/<world>/python) ----
@@ -115,6 +119,7 @@ build: guests-rust
 guest-cases: build guests-ts guests-py
 	set -e; for cases in guests/*/cases; do \
 	  guest=$$(basename $$(dirname $$cases) | tr - _); \
+	  [ -f guests/$$(basename $$(dirname $$cases))/Cargo.toml ] || continue; \
 	  $(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_$$guest.wasm $$cases; \
 	done
 	$(MAKE) guest-cases-native

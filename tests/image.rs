@@ -60,7 +60,9 @@ fn make_reference_guests_copies_one_module_per_world() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let worlds: BTreeSet<String> = World::dedicated().map(|w| format!("{}.wasm", w.name())).collect();
+    let worlds: BTreeSet<String> = World::dedicated()
+        .map(|w| format!("{}.wasm", w.name()))
+        .collect();
     assert_eq!(copied, worlds, "one module per world, named <world>.wasm");
     for world in World::dedicated() {
         let built = built_guest(&format!("rekon_guest_{}", world.name().replace('-', "_")));

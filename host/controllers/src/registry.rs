@@ -187,15 +187,15 @@ mod tests {
         assert!(matches!(&err, SelectionError::Unknown { name, .. } if name == "volume-binder"));
         assert!(err.to_string().contains("pvc-protection, resource-claim"));
         let all = Selection::default();
-        assert!(all.enables("pv-protection", true));
+        assert!(all.enables("my-controller", true));
         assert!(
-            !all.enables("pv-protection", false),
+            !all.enables("my-controller", false),
             "off by default: only when named"
         );
-        let module = "pv-protection".parse::<Selection>().unwrap();
-        assert!(module.enables("pv-protection", false));
+        let module = "my-controller".parse::<Selection>().unwrap();
+        assert!(module.enables("my-controller", false));
         assert!(module.check_known([]).is_err());
-        assert_eq!(module.check_known(["pv-protection"]), Ok(()));
+        assert_eq!(module.check_known(["my-controller"]), Ok(()));
         assert_eq!(
             "pvc-protection,,resource-claim".parse::<Selection>(),
             Err(SelectionError::Empty)

@@ -67,11 +67,11 @@ pub struct GuestsConfig(
 ///
 /// ```yaml
 /// controllers:
-///   pv-protection:
-///     module: rekon_guest_pv_protection.wasm
+///   widgets:
+///     module: widgets.wasm
 ///     sha256: 3f5c...
 ///     scope:
-///       finalizers: [kubernetes.io/pv-protection]
+///       finalizers: [example.com/cleanup]
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

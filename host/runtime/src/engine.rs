@@ -46,6 +46,12 @@ impl Default for EngineConfig {
     }
 }
 
+/// Whether `REKON_EXPLICIT_BOUNDS_CHECKS=1` trades guard pages (and Spectre
+/// hardening of bounds checks) for decisions that scale with cores.
+pub fn explicit_bounds_checks() -> bool {
+    std::env::var("REKON_EXPLICIT_BOUNDS_CHECKS").is_ok_and(|v| v == "1")
+}
+
 /// The process-wide engine: component model, epoch interruption driven by a
 /// 1 ms ticker thread, pooling allocator with small explicit limits, copy-on-write
 /// memory images, and the one [`Linker`] every guest is resolved against.
@@ -136,20 +142,25 @@ fn wasmtime_config(config: &EngineConfig) -> Config {
         .epoch_interruption(true)
         .memory_init_cow(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    // Explicit bounds checks instead of guard pages and signal handlers. With
-    // virtual-memory bounds, every instantiation makes the pages its previous
-    // decision grew into inaccessible again and the guest's first
-    // `memory.grow` makes them accessible: two `mprotect`s per decision, each
-    // holding the process's mmap lock for writing and interrupting the other
-    // cores to flush their TLBs, which serialised concurrent decisions (two
-    // threads decided no faster than one). Without guard pages a slot keeps
-    // its accessible size across decisions (its contents are still reset), so
-    // a decision makes no `mprotect` at all. The cost is a bounds check per
-    // memory access in the guest's code, and Cranelift's Spectre hardening of
-    // those checks (which relies on a fault at address 0) is off.
-    wasm.signals_based_traps(false)
-        .memory_guard_size(0)
-        .guard_before_linear_memory(false);
+    // Opt-in (REKON_EXPLICIT_BOUNDS_CHECKS=1): explicit bounds checks instead
+    // of guard pages and signal handlers. With virtual-memory bounds, every
+    // instantiation makes the pages its previous decision grew into
+    // inaccessible again and the guest's first `memory.grow` makes them
+    // accessible: two `mprotect`s per decision, each holding the process's
+    // mmap lock for writing and interrupting the other cores to flush their
+    // TLBs, which serialises concurrent decisions (two threads decide little
+    // faster than one). Without guard pages a slot keeps its accessible size
+    // across decisions (its contents are still reset), so a decision makes no
+    // `mprotect`. The price: a bounds check per memory access in guest code,
+    // and Cranelift's Spectre hardening of those checks (which relies on a
+    // fault at address 0) is off. A host that runs modules it does not fully
+    // trust keeps the default; the trade-off is the operator's
+    // (docs/src/performance-languages.md).
+    if explicit_bounds_checks() {
+        wasm.signals_based_traps(false)
+            .memory_guard_size(0)
+            .guard_before_linear_memory(false);
+    }
     wasm
 }
 

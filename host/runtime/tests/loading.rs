@@ -46,8 +46,8 @@ fn empty_component_exports_nothing() {
     let message = err.to_string();
     assert!(
         message.starts_with(
-            "empty: does not export any of rekon:reconcile/pvc-decider@0.2.0, \
-             rekon:reconcile/claim-decider@0.2.0, "
+            "empty: does not export any of rekon:reconcile/controller-decider@0.3.0, \
+             rekon:reconcile/pvc-decider@0.2.0, rekon:reconcile/claim-decider@0.2.0, "
         ),
         "{message}"
     );

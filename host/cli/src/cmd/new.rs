@@ -92,11 +92,18 @@ const RUST_COMMON: [(&str, &str); 4] = [
 ];
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let world = World::named(&args.world).ok_or_else(|| {
+    if World::named(&args.world).is_some_and(World::is_generic) {
+        anyhow::bail!(
+            "`rekon new --world {}` has no template yet: start from guests/pv-protection \
+             (Rust) or guests/sample-controller (TypeScript), see docs/src/guests/controller.md",
+            args.world
+        );
+    }
+    let world = World::named(&args.world).filter(|w| !w.is_generic()).ok_or_else(|| {
         anyhow::anyhow!(
             "unknown world `{}`: expected one of {}",
             args.world,
-            World::all()
+            World::dedicated()
                 .map(|w| w.name())
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -349,7 +356,7 @@ mod tests {
 
     #[test]
     fn every_world_has_a_rust_template() {
-        for world in World::all() {
+        for world in World::dedicated() {
             let files = rust_files(world.name(), "my-guest");
             let lib = &files.iter().find(|(p, _)| p == "src/lib.rs").unwrap().1;
             assert!(

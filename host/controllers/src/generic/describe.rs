@@ -177,7 +177,7 @@ mod tests {
     fn foo() -> Description {
         Description {
             name: "sample".into(),
-            primary: Kind::new("samplecontroller.k8s.io", "v1alpha1", "Foo"),
+            primary: Kind::new("example.com", "v1alpha1", "Foo"),
             primary_fields: vec!["spec".into()],
             watches: vec![Watch {
                 kind: Kind::new("apps", "v1", "Deployment"),

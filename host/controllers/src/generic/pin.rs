@@ -66,7 +66,7 @@ mod tests {
     fn description(scope: Scope) -> Description {
         Description {
             name: "sample".into(),
-            primary: Kind::new("samplecontroller.k8s.io", "v1alpha1", "Foo"),
+            primary: Kind::new("example.com", "v1alpha1", "Foo"),
             scope,
             ..Description::default()
         }
@@ -123,7 +123,7 @@ mod tests {
                 "finalizer \"example.com/g\"",
                 "label \"team\"",
                 "status field \"phase\"",
-                "deleting the primary samplecontroller.k8s.io/v1alpha1/Foo",
+                "deleting the primary example.com/v1alpha1/Foo",
                 "delete child apps/v1/Deployment",
                 "live read of v1/Secret",
             ]

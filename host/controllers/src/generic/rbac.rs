@@ -105,7 +105,7 @@ mod tests {
         let deployment = Kind::new("apps", "v1", "Deployment");
         let description = Description {
             name: "sample".into(),
-            primary: Kind::new("samplecontroller.k8s.io", "v1alpha1", "Foo"),
+            primary: Kind::new("example.com", "v1alpha1", "Foo"),
             watches: vec![Watch {
                 kind: deployment.clone(),
                 mapping: Mapping::Owner,
@@ -140,11 +140,11 @@ mod tests {
             Some(json!(["create", "get", "list", "patch", "watch"]))
         );
         assert_eq!(
-            find("samplecontroller.k8s.io", "foos"),
+            find("example.com", "foos"),
             Some(json!(["get", "list", "patch", "watch"]))
         );
         assert_eq!(
-            find("samplecontroller.k8s.io", "foos/status"),
+            find("example.com", "foos/status"),
             Some(json!(["patch"]))
         );
         assert_eq!(find("", "pods"), Some(json!(["get", "list"])));

@@ -277,7 +277,7 @@ mod tests {
 
     fn foo(name: &str, deployment: &str) -> Arc<Cached> {
         cached(json!({
-            "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+            "apiVersion": "example.com/v1alpha1", "kind": "Foo",
             "metadata": { "namespace": "ns", "name": name, "uid": format!("uid-{name}"), "resourceVersion": "1" },
             "spec": { "deploymentName": deployment, "selector": { "matchLabels": { "app": name } } }
         }))
@@ -285,7 +285,7 @@ mod tests {
 
     fn deployment(name: &str, owner: Option<&str>, app: &str) -> Arc<Cached> {
         let owners = owner.map(|o| {
-            json!([{ "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+            json!([{ "apiVersion": "example.com/v1alpha1",
             "kind": "Foo", "name": o, "uid": format!("uid-{o}"), "controller": true }])
         });
         cached(json!({
@@ -296,7 +296,7 @@ mod tests {
     }
 
     fn primary_kind() -> Kind {
-        Kind::new("samplecontroller.k8s.io", "v1alpha1", "Foo")
+        Kind::new("example.com", "v1alpha1", "Foo")
     }
 
     fn setup(mapping: Mapping) -> (Relation, Cache<Cached>, Cache<Cached>) {

@@ -498,7 +498,7 @@ mod tests {
     fn scope() -> Checked {
         check(Description {
             name: "sample".into(),
-            primary: Kind::new("samplecontroller.k8s.io", "v1alpha1", "Foo"),
+            primary: Kind::new("example.com", "v1alpha1", "Foo"),
             primary_fields: vec!["spec".into()],
             watches: vec![Watch {
                 kind: deployment_kind(),
@@ -524,7 +524,7 @@ mod tests {
 
     fn foo() -> Value {
         json!({
-            "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+            "apiVersion": "example.com/v1alpha1", "kind": "Foo",
             "metadata": { "namespace": "ns", "name": "foo", "uid": "foo-uid", "resourceVersion": "5",
                           "finalizers": ["example.com/cleanup"], "labels": { "example.com/synced": "yes" } },
             "spec": { "deploymentName": "web", "replicas": 2 },
@@ -571,8 +571,8 @@ mod tests {
     #[test]
     fn a_finalizer_it_did_not_declare_is_refused() {
         refused(
-            Action::AddFinalizer("kubernetes.io/pv-protection".into()),
-            "add-finalizer kubernetes.io/pv-protection: finalizer not declared",
+            Action::AddFinalizer("example.com/undeclared".into()),
+            "add-finalizer example.com/undeclared: finalizer not declared",
         );
     }
 
