@@ -343,8 +343,9 @@ fn the_deployment_only_passes_flags_rekon_run_has() {
     assert_eq!(args[0], "run");
     for arg in &args[1..] {
         let flag = arg.trim_start_matches("--").split('=').next().unwrap();
-        let field = format!("    {}: ", flag.replace('-', "_"));
-        assert!(run.contains(&field), "rekon run has no --{flag}");
+        let field = flag.replace('-', "_");
+        let declared = run.contains(&format!("    {field}: ")) || run.contains(&format!("    pub {field}: "));
+        assert!(declared, "rekon run has no --{flag}");
     }
 }
 
