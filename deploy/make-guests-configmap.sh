@@ -1,7 +1,8 @@
 #!/bin/sh
 # Prints the rekon-guests ConfigMap for the modules in DIR (default: the
 # reference guests built by `make guests`), each pinned by its sha256: one
-# module per world, for every reference guest with cases (guests/<world>/cases).
+# module per world, for every reference guest with cases (guests/<world>/cases)
+# that decides for a built-in controller.
 #
 #   deploy/make-guests-configmap.sh [DIR] > deploy/guests-configmap.yaml
 #   kubectl apply -f deploy/guests-configmap.yaml
@@ -18,6 +19,9 @@ for cases in "$root"/guests/*/cases; do
   module=$dir/rekon_guest_$(echo "$world" | tr - _).wasm
   [ -f "$module" ] || module=$dir/$world.wasm
   [ -f "$module" ] || { echo "no module $module (build the guests with \`make guests\`)" >&2; exit 1; }
+  # Controller modules (the generic world) are not built-in worlds: an operator
+  # adds each under `controllers:` with the scope it allows (docs/src/guests/controller.md).
+  if grep -qa 'rekon:reconcile/controller-decider@' "$module"; then continue; fi
   cat >> "$work/guests.yaml" <<YAML
 $world:
   module: $world.wasm

@@ -149,3 +149,64 @@ async fn an_action_outside_the_declared_scope_is_refused_and_nothing_is_written(
     assert!(pv_writes(&report).is_empty(), "nothing written: {:?}", pv_writes(&report));
     assert!(finalizers(find_pv(&report, "a").unwrap()).is_empty());
 }
+
+/// guests.yaml pins a controller module by sha256 and by the scope it allows.
+mod pinned_scope {
+    use rekon_modules::generic::{ControllerModuleError, load_dir};
+    use rekon_modules::{Loader, ModuleDigest, PrecompiledCache};
+    use rekon_runtime::{Engine, EngineConfig};
+
+    fn guests_dir(scope: &str, sha256: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let built = rekon_runtime::testing::built_guest("rekon_guest_pv_protection");
+        let bytes = std::fs::read(&built).expect("run `make guests`");
+        std::fs::write(dir.path().join("pv.wasm"), &bytes).unwrap();
+        let digest = sha256.map_or_else(|| ModuleDigest::of(&bytes).to_string(), str::to_string);
+        let config = format!(
+            "controllers:\n  pv-protection:\n    module: pv.wasm\n    sha256: {digest}\n    scope: {scope}\n"
+        );
+        std::fs::write(dir.path().join("guests.yaml"), config).unwrap();
+        dir
+    }
+
+    fn load(dir: &tempfile::TempDir) -> (usize, Vec<ControllerModuleError>) {
+        let engine = Engine::new(EngineConfig::default()).unwrap();
+        let cache = PrecompiledCache::new(engine.compatibility_hash(), None).unwrap();
+        let defaults = engine.config().default_limits;
+        let loader = Loader::new(engine, cache);
+        let (served, refused) = load_dir(&loader, defaults, 256, dir.path());
+        (served.len(), refused)
+    }
+
+    #[test]
+    fn a_module_within_its_pinned_scope_is_served() {
+        let dir = guests_dir("{finalizers: [kubernetes.io/pv-protection]}", None);
+        let (served, refused) = load(&dir);
+        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(served, 1);
+    }
+
+    #[test]
+    fn a_module_asking_for_more_than_its_pin_is_refused_naming_what_it_asked() {
+        let dir = guests_dir("{finalizers: [example.com/other]}", None);
+        let (served, refused) = load(&dir);
+        assert_eq!(served, 0);
+        let [ControllerModuleError::ScopeNotAllowed { asked, .. }] = &refused[..] else {
+            panic!("{refused:?}")
+        };
+        assert_eq!(asked, &["finalizer \"kubernetes.io/pv-protection\""]);
+        assert!(refused[0].to_string().contains("ScopeNotAllowed"), "{}", refused[0]);
+    }
+
+    #[test]
+    fn a_module_whose_digest_is_not_the_pinned_one_is_refused() {
+        let other = "0".repeat(64);
+        let dir = guests_dir("{finalizers: [kubernetes.io/pv-protection]}", Some(&other));
+        let (served, refused) = load(&dir);
+        assert_eq!(served, 0);
+        assert!(
+            matches!(&refused[..], [ControllerModuleError::DigestMismatch { .. }]),
+            "{refused:?}"
+        );
+    }
+}

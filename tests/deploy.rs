@@ -352,7 +352,7 @@ fn the_guests_config_map_holds_guests_yaml_and_every_worlds_module() {
     assert_eq!(config_map.metadata.name.as_deref(), Some("rekon-guests"));
     let guests_yaml = &config_map.data.unwrap()["guests.yaml"];
     let parsed: serde_yaml::Value = serde_yaml::from_str(guests_yaml).unwrap();
-    for world in rekon_runtime::World::all() {
+    for world in rekon_runtime::World::dedicated() {
         let (controller, module) = (world.name(), &format!("{}.wasm", world.name()));
         assert_eq!(parsed[controller]["module"].as_str(), Some(module.as_str()));
         assert!(

@@ -14,9 +14,9 @@ mod component {
         world: "rekon:reconcile/controller@0.3.0",
     });
 
-    rekon_guest::impl_controller_conversions!(exports::rekon::reconcile0_3_0::controller);
+    rekon_guest::impl_controller_conversions!(exports::rekon::reconcile0_3_0::controller_decider);
 
-    use exports::rekon::reconcile0_3_0::controller::{Decision, Description, Guest, Input};
+    use exports::rekon::reconcile0_3_0::controller_decider::{Decision, Description, Guest, Input};
 
     struct PvProtection;
 

@@ -375,7 +375,7 @@ impl Object {
 /// wasmtime's `bindgen!`), given the path of the generated module:
 ///
 /// ```text
-/// rekon_guest::impl_controller_conversions!(exports::rekon::reconcile0_3_0::controller);
+/// rekon_guest::impl_controller_conversions!(exports::rekon::reconcile0_3_0::controller_decider);
 /// ```
 #[macro_export]
 macro_rules! impl_controller_conversions {
@@ -463,9 +463,9 @@ mod tests {
         });
     }
 
-    crate::impl_controller_conversions!(world::exports::rekon::reconcile0_3_0::controller);
+    crate::impl_controller_conversions!(world::exports::rekon::reconcile0_3_0::controller_decider);
 
-    use world::exports::rekon::reconcile0_3_0::controller as generated;
+    use world::exports::rekon::reconcile0_3_0::controller_decider as generated;
 
     fn round_trip<G, M: Into<G>>(value: M) -> M
     where

@@ -46,6 +46,26 @@ pub async fn load_deciders(dir: Option<&Path>, cache: &CacheArgs) -> anyhow::Res
     Ok(modules.deciders())
 }
 
+/// Loads the built-in worlds' modules and the controller modules once (no
+/// watching): for `simulate`. A controller module that cannot be served fails
+/// the command, naming its file.
+pub async fn load_all(
+    dir: Option<&Path>,
+    cache: &CacheArgs,
+) -> anyhow::Result<(Deciders, Vec<rekon_controllers::generic::ControllerModule>)> {
+    let mut options = options(dir)?;
+    options.cache_dir = cache.dir()?;
+    let modules = Modules::open(options).await?;
+    let (loaded, refused) = modules.controller_modules();
+    if let Some(refusal) = refused.into_iter().next() {
+        return Err(refusal.into());
+    }
+    Ok((
+        modules.deciders(),
+        loaded.into_iter().map(|l| l.module).collect(),
+    ))
+}
+
 /// Loads the modules and keeps them current while the returned guard lives:
 /// for `run`. Events about modules go to rekon's own Pod through `client`;
 /// activations and shadow verdicts to `metrics`. With `objects` (the cluster

@@ -48,6 +48,8 @@ enum Command {
     Pull(cmd::pull::Args),
     /// Show a module's world, contract version, exports, digest and size (a file or a reference).
     Inspect(cmd::inspect::Args),
+    /// Print the ClusterRole a controller module's declared scope needs.
+    Rbac(cmd::rbac::Args),
     /// Sign a module in a registry with a cosign-compatible signature.
     Sign(cmd::sign::Args),
     /// Verify a module's cosign signature in a registry.
@@ -74,6 +76,7 @@ fn main() -> std::process::ExitCode {
             Command::Push(args) => cmd::push::run(args).await,
             Command::Pull(args) => cmd::pull::run(args).await,
             Command::Inspect(args) => cmd::inspect::run(args).await,
+            Command::Rbac(args) => cmd::rbac::run(args).await,
             Command::Sign(args) => cmd::sign::run(args).await,
             Command::Verify(args) => cmd::verify::run(args).await,
             Command::GenerateKey(args) => cmd::generate_key::run(args).await,

@@ -42,7 +42,7 @@ pub enum ControllerDecision {
 
 impl WitWorld for ControllerWorld {
     const NAME: &'static str = "controller";
-    const EXPORT: &'static str = "controller";
+    const EXPORT: &'static str = "controller-decider";
     const FUNCTIONS: &'static [&'static str] = &["decide", "describe"];
     const GENERIC: bool = true;
     type Input = ControllerInput;
@@ -98,9 +98,9 @@ pub mod v0_3_0 {
         });
     }
 
-    pub use world::exports::rekon::reconcile0_3_0::controller;
+    pub use world::exports::rekon::reconcile0_3_0::controller_decider;
     pub use world::rekon::reconcile0_3_0::log;
-    rekon_guest::impl_controller_conversions!(controller);
+    rekon_guest::impl_controller_conversions!(controller_decider);
 }
 
 impl<T: Send + 'static> WorldBinding<ControllerWorld, T> for Bound<v0_3_0::world::ControllerPre<T>> {
@@ -117,7 +117,7 @@ impl<T: Send + 'static> WorldBinding<ControllerWorld, T> for Bound<v0_3_0::world
             .pre
             .instantiate(&mut *store)
             .map_err(CallError::Instantiate)?;
-        let exports = guest.rekon_reconcile0_3_0_controller();
+        let exports = guest.rekon_reconcile0_3_0_controller_decider();
         match input {
             ControllerInput::Describe => exports
                 .call_describe(&mut *store)

@@ -386,8 +386,9 @@ impl Host {
             }
         }
         for module in config.modules {
-            if !config.controllers.is_enabled(module.name()) {
-                tracing::info!(controller = module.name(), "controller module disabled by --controllers");
+            if !config.controllers.enables(module.name(), module.pinned) {
+                tracing::info!(controller = module.name(), pinned = module.pinned,
+                    "controller module not run: --controllers does not select it (an unpinned module runs only when named)");
                 continue;
             }
             shared.undiscovered.fetch_add(1, Ordering::AcqRel);

@@ -106,13 +106,20 @@ impl Selection {
     }
 
     pub fn is_enabled(&self, name: &str) -> bool {
+        self.enables(name, true)
+    }
+
+    /// Whether `name` runs, for a controller that `*` enables only when it is
+    /// `on_by_default` (kube-controller-manager's off-by-default controllers):
+    /// an unpinned controller module runs only when named.
+    pub fn enables(&self, name: &str, on_by_default: bool) -> bool {
         if self.0.iter().any(|e| e == name) {
             return true;
         }
         if self.0.iter().any(|e| e.strip_prefix('-') == Some(name)) {
             return false;
         }
-        self.0.iter().any(|e| e == "*")
+        on_by_default && self.0.iter().any(|e| e == "*")
     }
 }
 
@@ -175,7 +182,11 @@ mod tests {
             .unwrap_err();
         assert!(matches!(&err, SelectionError::Unknown { name, .. } if name == "volume-binder"));
         assert!(err.to_string().contains("pvc-protection, resource-claim"));
+        let all = Selection::default();
+        assert!(all.enables("pv-protection", true));
+        assert!(!all.enables("pv-protection", false), "off by default: only when named");
         let module = "pv-protection".parse::<Selection>().unwrap();
+        assert!(module.enables("pv-protection", false));
         assert!(module.check_known([]).is_err());
         assert_eq!(module.check_known(["pv-protection"]), Ok(()));
         assert_eq!(

@@ -45,9 +45,105 @@ pub enum ConfigError {
 }
 
 /// The whole file, by world name; a world it does not name keeps the
-/// conventional module file of the guests directory.
+/// conventional module file of the guests directory. `controllers:` pins the
+/// controller modules (the generic world), by controller name.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct GuestsConfig(BTreeMap<&'static str, ControllerConfig>);
+pub struct GuestsConfig(
+    BTreeMap<&'static str, ControllerConfig>,
+    Option<BTreeMap<String, ControllerModuleConfig>>,
+);
+
+/// One controller module of `controllers:`: its file pinned by sha256, and the
+/// most it may declare. A version whose description asks for more is refused
+/// (`ScopeNotAllowed`).
+///
+/// ```yaml
+/// controllers:
+///   pv-protection:
+///     module: rekon_guest_pv_protection.wasm
+///     sha256: 3f5c...
+///     scope:
+///       finalizers: [kubernetes.io/pv-protection]
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControllerModuleConfig {
+    pub module: String,
+    pub sha256: ModuleDigest,
+    pub deadline_ms: Option<u64>,
+    #[serde(rename = "memoryMiB")]
+    pub memory_mib: Option<usize>,
+    /// The scope allowed; an absent one allows nothing to be written.
+    #[serde(default)]
+    pub scope: ScopePin,
+}
+
+/// A pinned scope, in the API's spelling (camelCase); see
+/// `rekon_controllers::generic::pin`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ScopePin {
+    pub finalizers: Vec<String>,
+    pub labels: Vec<String>,
+    pub annotations: Vec<String>,
+    pub status_fields: Vec<String>,
+    pub delete_primary: bool,
+    pub children: Vec<ChildPin>,
+    pub event_reasons: Vec<String>,
+    pub reads: Vec<KindPin>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct KindPin {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ChildPin {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub create: bool,
+    pub update: bool,
+    pub delete: bool,
+}
+
+impl ScopePin {
+    /// The scope in the contract's model, for the comparison.
+    pub fn to_scope(&self) -> rekon_contract::controller::Scope {
+        use rekon_contract::controller::{ChildScope, Kind, ReadScope, Scope};
+        Scope {
+            finalizers: self.finalizers.clone(),
+            labels: self.labels.clone(),
+            annotations: self.annotations.clone(),
+            status_fields: self.status_fields.clone(),
+            delete_primary: self.delete_primary,
+            children: self
+                .children
+                .iter()
+                .map(|c| ChildScope {
+                    kind: Kind::new(&c.group, &c.version, &c.kind),
+                    create: c.create,
+                    update: c.update,
+                    delete: c.delete,
+                })
+                .collect(),
+            event_reasons: self.event_reasons.clone(),
+            reads: self
+                .reads
+                .iter()
+                .map(|k| ReadScope {
+                    kind: Kind::new(&k.group, &k.version, &k.kind),
+                    fields: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -236,8 +332,37 @@ impl GuestsConfig {
         let entries: Option<BTreeMap<String, serde_yaml::Value>> = serde_yaml::from_str(text)
             .map_err(|err| invalid("(top level)".into(), err.to_string()))?;
         let mut config = BTreeMap::new();
+        let mut controllers = None;
         for (key, value) in entries.unwrap_or_default() {
-            let world = World::named(&key).ok_or_else(|| {
+            if key == "controllers" {
+                let modules: BTreeMap<String, ControllerModuleConfig> =
+                    serde_path_to_error::deserialize(value).map_err(|err| {
+                        invalid(format!("controllers.{}", err.path()), err.into_inner().to_string())
+                    })?;
+                for (name, module) in &modules {
+                    check_file_name(&module.module)
+                        .map_err(|m| invalid(format!("controllers.{name}.module"), m))?;
+                    if let Some(deadline) = module.deadline_ms
+                        && !(1..=MAX_DEADLINE_MS).contains(&deadline)
+                    {
+                        return Err(invalid(
+                            format!("controllers.{name}.deadlineMs"),
+                            format!("{deadline} is not within 1..={MAX_DEADLINE_MS}"),
+                        ));
+                    }
+                    if let Some(memory) = module.memory_mib
+                        && !(1..=max_memory_mib).contains(&memory)
+                    {
+                        return Err(invalid(
+                            format!("controllers.{name}.memoryMiB"),
+                            format!("{memory} is not within 1..={max_memory_mib}"),
+                        ));
+                    }
+                }
+                controllers = Some(modules);
+                continue;
+            }
+            let world = World::named(&key).filter(|w| !w.is_generic()).ok_or_else(|| {
                 let known: Vec<String> = World::dedicated().map(|w| format!("`{w}`")).collect();
                 invalid(
                     "(top level)".into(),
@@ -262,11 +387,16 @@ impl GuestsConfig {
                 .map_err(|(field, message)| invalid(field, message))?;
             config.insert(world.name(), controller);
         }
-        Ok(Self(config))
+        Ok(Self(config, controllers))
     }
 
     pub fn controller(&self, world: World) -> Option<&ControllerConfig> {
         self.0.get(world.name())
+    }
+
+    /// The pinned controller modules, when the file has a `controllers:` section.
+    pub fn controller_modules(&self) -> Option<&BTreeMap<String, ControllerModuleConfig>> {
+        self.1.as_ref()
     }
 }
 

@@ -1,8 +1,12 @@
-//! Controller modules (`rekon:reconcile/controller`) in the guests directory:
-//! every `*.wasm` that exports the generic world is loaded (digest, the
-//! precompiled cache, the instantiation check), asked to describe itself, its
-//! description checked, and served as a controller of its own. A module that
-//! fails any step is refused with an error naming the file; the others are served.
+//! Controller modules (`rekon:reconcile/controller`) in the guests directory.
+//! With a `controllers:` section in guests.yaml, exactly the modules it names
+//! are served, each pinned by sha256 and by the scope it is allowed; without
+//! one (a development directory), every `*.wasm` exporting the generic world
+//! is, unpinned. Each is loaded (digest, the precompiled cache, the
+//! instantiation check), asked to describe itself, its description checked
+//! (and held against its pin), and served as a controller of its own. A module
+//! that fails any step is refused with an error naming the file; the others
+//! are served.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +21,7 @@ use crate::load::{LoadError, Loader};
 use crate::source::{SourceError, read_module};
 
 /// The export every controller module has (any contract version naming it).
-const EXPORT: &[u8] = b"rekon:reconcile/controller@";
+const EXPORT: &[u8] = b"rekon:reconcile/controller-decider@";
 
 /// Why one controller module is not served.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +37,28 @@ pub enum ControllerModuleError {
         path: String,
         source: DescriptionError,
     },
+    #[error("{path}: sha256 {found} is not the {pinned} guests.yaml pins for controller {name:?}")]
+    DigestMismatch {
+        path: String,
+        name: String,
+        pinned: String,
+        found: String,
+    },
+    #[error("{path}: describes controller {found:?}, but guests.yaml lists it as {name:?}")]
+    WrongName {
+        path: String,
+        name: String,
+        found: String,
+    },
+    /// The description asks for more than the pinned scope.
+    #[error("{path}: ScopeNotAllowed: controller {name:?} asks for {} beyond the scope guests.yaml allows", asked.join(", "))]
+    ScopeNotAllowed {
+        path: String,
+        name: String,
+        asked: Vec<String>,
+    },
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     #[error("{path}: controller {name:?} is already served by {other}")]
     Duplicate {
         path: String,
@@ -53,15 +79,33 @@ pub fn exports_controller(bytes: &[u8]) -> bool {
     bytes.windows(EXPORT.len()).any(|w| w == EXPORT)
 }
 
-/// Loads one controller module from `path`.
+/// What a `controllers:` entry pins: the digest and the scope.
+pub struct Pin<'a> {
+    pub name: &'a str,
+    pub sha256: &'a crate::ModuleDigest,
+    pub scope: rekon_contract::controller::Scope,
+}
+
+/// Loads one controller module from `path`, held against `pin` when given.
 pub fn load_controller(
     loader: &Loader,
     limits: Limits,
     path: &Path,
+    pin: Option<Pin<'_>>,
 ) -> Result<LoadedController, ControllerModuleError> {
     let file = read_module(path)?;
-    let version = loader.load(World::of::<ControllerWorld>(), limits, &file)?;
     let shown = path.display().to_string();
+    if let Some(pin) = &pin
+        && &file.digest != pin.sha256
+    {
+        return Err(ControllerModuleError::DigestMismatch {
+            path: shown,
+            name: pin.name.to_string(),
+            pinned: pin.sha256.to_string(),
+            found: file.digest.to_string(),
+        });
+    }
+    let version = loader.load(World::of::<ControllerWorld>(), limits, &file)?;
     let description = version
         .guest()
         .describe_controller()
@@ -69,6 +113,23 @@ pub fn load_controller(
             path: shown.clone(),
             source,
         })?;
+    if let Some(pin) = &pin {
+        if description.name != pin.name {
+            return Err(ControllerModuleError::WrongName {
+                path: shown,
+                name: pin.name.to_string(),
+                found: description.name,
+            });
+        }
+        let asked = rekon_controllers::generic::pin::beyond(&pin.scope, &description);
+        if !asked.is_empty() {
+            return Err(ControllerModuleError::ScopeNotAllowed {
+                path: shown,
+                name: description.name,
+                asked,
+            });
+        }
+    }
     let checked = check(description).map_err(|source| ControllerModuleError::Description {
         path: shown,
         source,
@@ -79,18 +140,65 @@ pub fn load_controller(
         module: ControllerModule {
             checked: Arc::new(checked),
             slot: Arc::new(Slot::new(decider)),
+            pinned: pin.is_some(),
         },
     })
 }
 
-/// Every controller module of `dir`, by file name order; the refusals beside.
-/// Two modules naming the same controller: the first file serves, the second
-/// is refused.
+/// Every controller module of `dir`: those guests.yaml pins, or without a
+/// `controllers:` section every one found (by file name order); the refusals
+/// beside. Two modules naming the same controller: the first serves, the
+/// second is refused.
 pub fn load_dir(
     loader: &Loader,
     limits: Limits,
+    max_memory_mib: usize,
     dir: &Path,
 ) -> (Vec<LoadedController>, Vec<ControllerModuleError>) {
+    let mut served: BTreeMap<String, LoadedController> = BTreeMap::new();
+    let mut refused = Vec::new();
+    let mut serve = |result: Result<LoadedController, ControllerModuleError>,
+                     path: &Path,
+                     refused: &mut Vec<ControllerModuleError>| match result {
+        Ok(loaded) => {
+            let name = loaded.module.name().to_string();
+            match served.get(&name) {
+                Some(other) => refused.push(ControllerModuleError::Duplicate {
+                    path: path.display().to_string(),
+                    name,
+                    other: other.path.display().to_string(),
+                }),
+                None => {
+                    served.insert(name, loaded);
+                }
+            }
+        }
+        Err(err) => refused.push(err),
+    };
+    let config = match read_config(dir, max_memory_mib) {
+        Ok(config) => config,
+        Err(err) => return (Vec::new(), vec![err]),
+    };
+    if let Some(pinned) = config.as_ref().and_then(|c| c.controller_modules()) {
+        for (name, entry) in pinned {
+            let path = dir.join(&entry.module);
+            let limits = Limits {
+                deadline: entry
+                    .deadline_ms
+                    .map_or(limits.deadline, std::time::Duration::from_millis),
+                memory_bytes: entry.memory_mib.map_or(limits.memory_bytes, |m| m << 20),
+                ..limits
+            };
+            let pin = Pin {
+                name,
+                sha256: &entry.sha256,
+                scope: entry.scope.to_scope(),
+            };
+            let result = load_controller(loader, limits, &path, Some(pin));
+            serve(result, &path, &mut refused);
+        }
+        return (served.into_values().collect(), refused);
+    }
     let mut paths: Vec<PathBuf> = match std::fs::read_dir(dir) {
         Ok(entries) => entries
             .filter_map(Result::ok)
@@ -100,28 +208,25 @@ pub fn load_dir(
         Err(_) => Vec::new(),
     };
     paths.sort();
-    let mut served: BTreeMap<String, LoadedController> = BTreeMap::new();
-    let mut refused = Vec::new();
     for path in paths {
         let is_controller = std::fs::read(&path).is_ok_and(|bytes| exports_controller(&bytes));
-        if !is_controller {
-            continue;
-        }
-        match load_controller(loader, limits, &path) {
-            Ok(loaded) => {
-                let name = loaded.module.name().to_string();
-                if let Some(other) = served.get(&name) {
-                    refused.push(ControllerModuleError::Duplicate {
-                        path: path.display().to_string(),
-                        name,
-                        other: other.path.display().to_string(),
-                    });
-                } else {
-                    served.insert(name, loaded);
-                }
-            }
-            Err(err) => refused.push(err),
+        if is_controller {
+            let result = load_controller(loader, limits, &path, None);
+            serve(result, &path, &mut refused);
         }
     }
     (served.into_values().collect(), refused)
+}
+
+/// guests.yaml of `dir`, if there is one.
+fn read_config(
+    dir: &Path,
+    max_memory_mib: usize,
+) -> Result<Option<crate::GuestsConfig>, ControllerModuleError> {
+    let path = dir.join(crate::CONFIG_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let shown = path.display().to_string();
+    Ok(Some(crate::GuestsConfig::parse(&shown, &text, max_memory_mib)?))
 }

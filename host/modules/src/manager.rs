@@ -209,6 +209,7 @@ impl Modules {
             Some(dir) => crate::generic::load_dir(
                 &self.shared.loader,
                 self.engine().config().default_limits,
+                self.engine().config().max_memory_bytes >> 20,
                 dir,
             ),
             None => (Vec::new(), Vec::new()),

@@ -8,6 +8,7 @@ pub mod inspect;
 pub mod new;
 pub mod pull;
 pub mod push;
+pub mod rbac;
 pub mod registry;
 pub mod run;
 pub mod sign;

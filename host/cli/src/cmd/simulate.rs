@@ -93,7 +93,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let deciders = crate::guests::load_deciders(args.guests.as_deref(), &args.cache).await?;
+    let (deciders, modules) = crate::guests::load_all(args.guests.as_deref(), &args.cache).await?;
+    args.controllers
+        .check_known(modules.iter().map(|m| m.name()))?;
     // Nothing reads the journal after the run but its file: keep no copy in memory.
     let journal = Arc::new(match &args.journal {
         Some(path) => Journal::to_sink(Box::new(
@@ -113,6 +115,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         pvc_protection_admission: !args.no_pvc_protection_admission,
         faults,
         controllers: args.controllers,
+        modules,
     };
     let settle = Settle {
         timeout: Duration::from_secs(args.timeout_seconds),

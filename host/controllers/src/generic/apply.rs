@@ -35,13 +35,14 @@ impl Generic {
         let api = self.api(primary_kind, namespace);
         let mut resource_version = primary.resource_version.clone();
 
-        let mut written = |stored: DynamicObject| {
-            resource_version = stored.metadata.resource_version.clone().unwrap_or_default();
-            // Our own write is the newest state we know (the mutation cache):
-            // deciding again on the older copy would only write in vain.
-            let projected = self.checked.primary_projection.project(&super::to_value(&stored));
+        // Our own write is the newest state we know (the mutation cache): the
+        // next write chains its resourceVersion, and deciding again on the
+        // older copy would only write in vain.
+        let written = |stored: &DynamicObject| {
+            let projected = self.checked.primary_projection.project(&super::to_value(stored));
             self.primary
                 .apply_own_write(Cached::new(projected), &primary.resource_version);
+            stored.metadata.resource_version.clone().unwrap_or_default()
         };
         if let Some(metadata) = plan.metadata {
             let patch = serde_json::json!({ "metadata": metadata });
@@ -49,7 +50,7 @@ impl Generic {
                 .merge_patch(key, &api, &plural, namespace, name, &resource_version, patch, false)
                 .await
             {
-                Ok(stored) => written(stored),
+                Ok(stored) => resource_version = written(&stored),
                 Err(WriteError::NotFound { .. }) => return Ok(Outcome::Done),
                 Err(err) => return Err(err.into()),
             }
@@ -69,7 +70,9 @@ impl Generic {
                 )
                 .await
             {
-                Ok(stored) => written(stored),
+                Ok(stored) => {
+                    written(&stored);
+                }
                 Err(WriteError::NotFound { .. }) => return Ok(Outcome::Done),
                 Err(err) => return Err(err.into()),
             }

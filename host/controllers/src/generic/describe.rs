@@ -18,7 +18,7 @@ pub enum DescriptionError {
         field: String,
         reason: String,
     },
-    #[error("{controller}: {0}", controller = .0.path)]
+    #[error(transparent)]
     Path(#[from] PathError),
 }
 

@@ -7,6 +7,8 @@
 //! - [`paths`]: field paths and the projection of objects.
 //! - [`relate`]: a watch's mapping, both ways (events → keys, primary → objects).
 //! - [`validate`]: a decision's actions against the scope → the [`validate::Plan`].
+//! - [`pin`]: a description against the scope the operator pinned.
+//! - [`rbac`]: the ClusterRole a module's scope needs (`rekon rbac`).
 //! - `reads`: the live reads a decision asks for; `apply`: the plan's writes.
 //!
 //! No file of the host names a module's controller: a new controller is a
@@ -16,6 +18,8 @@ mod apply;
 pub mod describe;
 mod object;
 pub mod paths;
+pub mod pin;
+pub mod rbac;
 mod reads;
 pub mod relate;
 pub mod validate;
@@ -50,6 +54,10 @@ const MAX_READ_ROUNDS: usize = 4;
 pub struct ControllerModule {
     pub checked: Arc<Checked>,
     pub slot: Arc<Slot<ControllerWorld>>,
+    /// Pinned by the operator (guests.yaml `controllers:`): `--controllers '*'`
+    /// runs it. An unpinned module (found in a development directory) runs
+    /// only when `--controllers` names it.
+    pub pinned: bool,
 }
 
 impl std::fmt::Debug for ControllerModule {
@@ -68,6 +76,7 @@ impl ControllerModule {
         Ok(Self {
             checked: Arc::new(check(description)?),
             slot: Arc::new(Slot::new(decider)),
+            pinned: false,
         })
     }
 

@@ -168,6 +168,7 @@ const METADATA: &[&str] = &[
     "generation",
     "creationTimestamp",
     "deletionTimestamp",
+    "deletionGracePeriodSeconds",
     "finalizers",
     "labels",
     "annotations",
