@@ -64,7 +64,7 @@ export const WORLDS: Record<string, World> = {
   // The generic world (0.3.0): a controller as a module.
   controller: {
     witWorld: "rekon:reconcile/controller@0.3.0",
-    exportName: "controller",
+    exportName: "controllerDecider",
     decisions: {
       describe: { fn: "describe", input: controller.DescribeInput, result: controller.Description, project: identity },
       decide: { fn: "decide", input: controller.Input, result: controller.Decision, project: identity },

@@ -111,7 +111,7 @@ test("builders make jco's values: whole milliseconds, JSON text", () => {
 
 // A guest that patches the status it is told to (in the key order it likes).
 const patcher = {
-  controller: {
+  controllerDecider: {
     describe: (): ctl.Description => ({
       name: "patcher",
       primary: kind("", "v1", "ConfigMap"),

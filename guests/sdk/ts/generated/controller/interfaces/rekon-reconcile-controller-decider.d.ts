@@ -1,4 +1,4 @@
-/** @module Interface rekon:reconcile/controller@0.3.0 **/
+/** @module Interface rekon:reconcile/controller-decider@0.3.0 **/
 /**
  * What the module is. Called once at load, before any decision; the host
  * checks it (and the scope against what the operator allows) with the digest.
