@@ -19,15 +19,27 @@ static TTL: LazyLock<ControllerModule> =
 static SAMPLE: LazyLock<ControllerModule> =
     LazyLock::new(|| controller_module("rekon_guest_sample_controller_ts"));
 
-async fn run_module(module: &ControllerModule, state: Vec<Value>, steps: Vec<Step>, settle: Settle) -> Report {
+async fn run_module(
+    module: &ControllerModule,
+    state: Vec<Value>,
+    steps: Vec<Step>,
+    settle: Settle,
+) -> Report {
     let options = ClusterOptions {
         controllers: module.name().parse().unwrap(),
         modules: vec![module.clone()],
         ..ClusterOptions::default()
     };
-    simulate(state, steps, options, settle, Deciders::new(), Arc::new(Journal::new()))
-        .await
-        .expect("simulation runs")
+    simulate(
+        state,
+        steps,
+        options,
+        settle,
+        Deciders::new(),
+        Arc::new(Journal::new()),
+    )
+    .await
+    .expect("simulation runs")
 }
 
 /// Journal entries of `resource` named `name`: (verb, subresource, code).
@@ -46,9 +58,12 @@ fn outcomes(report: &Report, controller: &str, name: &str) -> Vec<Value> {
         .entries()
         .into_iter()
         .filter_map(|e| match e {
-            Entry::Decision { controller: c, key, outcome, .. } if c == controller && key.ends_with(name) => {
-                Some(outcome)
-            }
+            Entry::Decision {
+                controller: c,
+                key,
+                outcome,
+                ..
+            } if c == controller && key.ends_with(name) => Some(outcome),
             _ => None,
         })
         .collect()
@@ -86,14 +101,29 @@ fn find_job<'a>(report: &'a Report, name: &str) -> Option<&'a Value> {
 async fn expired_jobs_are_deleted_after_a_fresh_read_and_the_others_are_kept() {
     let now = Utc::now();
     let state = vec![
-        job("complete-expired", Some(10), Some(("Complete", now - chrono::Duration::hours(1)))),
-        job("failed-expired", Some(0), Some(("Failed", now - chrono::Duration::minutes(1)))),
+        job(
+            "complete-expired",
+            Some(10),
+            Some(("Complete", now - chrono::Duration::hours(1))),
+        ),
+        job(
+            "failed-expired",
+            Some(0),
+            Some(("Failed", now - chrono::Duration::minutes(1))),
+        ),
         job("running", Some(0), None),
-        job("no-ttl", None, Some(("Complete", now - chrono::Duration::days(1)))),
+        job(
+            "no-ttl",
+            None,
+            Some(("Complete", now - chrono::Duration::days(1))),
+        ),
         job("long-ttl", Some(3600), Some(("Complete", now))),
     ];
     let report = run_module(&TTL, state, vec![], quick()).await;
-    report.converged.as_ref().expect("converged: the long TTL is due after the settle bound");
+    report
+        .converged
+        .as_ref()
+        .expect("converged: the long TTL is due after the settle bound");
     for name in ["complete-expired", "failed-expired"] {
         assert!(find_job(&report, name).is_none(), "{name} deleted");
         assert_eq!(
@@ -102,20 +132,39 @@ async fn expired_jobs_are_deleted_after_a_fresh_read_and_the_others_are_kept() {
             "{name}: one fresh read, then one delete"
         );
         let delete = report.journal.entries().into_iter().find_map(|e| match e {
-            Entry::Write { verb, name: n, preconditions, .. } if verb == "delete" && n == name => Some(preconditions),
+            Entry::Write {
+                verb,
+                name: n,
+                preconditions,
+                ..
+            } if verb == "delete" && n == name => Some(preconditions),
             _ => None,
         });
         let preconditions = delete.expect("a delete");
-        assert_eq!(preconditions.uid.as_deref(), Some(format!("uid-{name}").as_str()));
-        assert!(preconditions.resource_version.is_some(), "{name}: delete conditional on the fresh resourceVersion");
+        assert_eq!(
+            preconditions.uid.as_deref(),
+            Some(format!("uid-{name}").as_str())
+        );
+        assert!(
+            preconditions.resource_version.is_some(),
+            "{name}: delete conditional on the fresh resourceVersion"
+        );
     }
     for name in ["running", "no-ttl", "long-ttl"] {
         assert!(find_job(&report, name).is_some(), "{name} kept");
-        assert!(entries_of(&report, "jobs", name).is_empty(), "{name}: no read, no write");
+        assert!(
+            entries_of(&report, "jobs", name).is_empty(),
+            "{name}: no read, no write"
+        );
     }
     let long = outcomes(&report, "ttl-after-finished", "long-ttl");
-    let requeue = long[0]["actions"][0]["requeue-after"].as_u64().expect("requeue-after");
-    assert!((3_595_000..=3_600_000).contains(&requeue), "decided again when the TTL expires: {requeue} ms");
+    let requeue = long[0]["actions"][0]["requeue-after"]
+        .as_u64()
+        .expect("requeue-after");
+    assert!(
+        (3_595_000..=3_600_000).contains(&requeue),
+        "decided again when the TTL expires: {requeue} ms"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -128,24 +177,43 @@ async fn a_job_is_deleted_when_its_ttl_expires_without_polling() {
     };
     let report = run_module(&TTL, state, vec![], settle).await;
     report.converged.as_ref().expect("converged");
-    assert!(find_job(&report, "soon").is_none(), "deleted once its TTL passed");
+    assert!(
+        find_job(&report, "soon").is_none(),
+        "deleted once its TTL passed"
+    );
     let decided = outcomes(&report, "ttl-after-finished", "soon");
-    let first = decided[0]["actions"][0]["requeue-after"].as_u64().expect("the first decision waits");
-    assert!((1_000..=3_500).contains(&first), "requeued for the time left: {first} ms");
+    let first = decided[0]["actions"][0]["requeue-after"]
+        .as_u64()
+        .expect("the first decision waits");
+    assert!(
+        (1_000..=3_500).contains(&first),
+        "requeued for the time left: {first} ms"
+    );
     // Wait, read, delete (and the deleting Job once more): a handful, not a poll.
-    assert!(decided.len() <= 8, "{} decisions: {decided:?}", decided.len());
+    assert!(
+        decided.len() <= 8,
+        "{} decisions: {decided:?}",
+        decided.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_ttl_changed_later_is_re_evaluated() {
-    let state = vec![job("pi", Some(3600), Some(("Complete", Utc::now() - chrono::Duration::minutes(5))))];
+    let state = vec![job(
+        "pi",
+        Some(3600),
+        Some(("Complete", Utc::now() - chrono::Duration::minutes(5))),
+    )];
     let shortened = steps(
         "- patch: { apiVersion: batch/v1, kind: Job, namespace: ns, name: pi, type: merge,
              patch: { spec: { ttlSecondsAfterFinished: 60 } } }",
     );
     let report = run_module(&TTL, state, shortened, quick()).await;
     report.converged.as_ref().expect("converged");
-    assert!(find_job(&report, "pi").is_none(), "expired under the new TTL: deleted");
+    assert!(
+        find_job(&report, "pi").is_none(),
+        "expired under the new TTL: deleted"
+    );
     assert_eq!(
         entries_of(&report, "jobs", "pi"),
         [("get".into(), None, 200), ("delete".into(), None, 200)]
@@ -154,14 +222,27 @@ async fn a_ttl_changed_later_is_re_evaluated() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_job_already_being_deleted_is_left_alone() {
-    let mut deleting = job("going", Some(0), Some(("Complete", Utc::now() - chrono::Duration::hours(1))));
+    let mut deleting = job(
+        "going",
+        Some(0),
+        Some(("Complete", Utc::now() - chrono::Duration::hours(1))),
+    );
     deleting["metadata"]["deletionTimestamp"] = json!(DELETED_AT);
     deleting["metadata"]["finalizers"] = json!(["example.com/hold"]);
     let report = run_module(&TTL, vec![deleting], vec![], quick()).await;
     report.converged.as_ref().expect("converged");
-    assert!(find_job(&report, "going").is_some(), "its finalizer holds it");
-    assert!(entries_of(&report, "jobs", "going").is_empty(), "no read, no write");
-    assert!(!outcomes(&report, "ttl-after-finished", "going").is_empty(), "it was decided");
+    assert!(
+        find_job(&report, "going").is_some(),
+        "its finalizer holds it"
+    );
+    assert!(
+        entries_of(&report, "jobs", "going").is_empty(),
+        "no read, no write"
+    );
+    assert!(
+        !outcomes(&report, "ttl-after-finished", "going").is_empty(),
+        "it was decided"
+    );
 }
 
 // ---- sample-controller ----
@@ -169,8 +250,11 @@ async fn a_job_already_being_deleted_is_left_alone() {
 const FOO_API: &str = "samplecontroller.k8s.io/v1alpha1";
 
 fn foo_crd() -> Value {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../guests/sample-controller/crd.yaml"))
-        .expect("guests/sample-controller/crd.yaml");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../guests/sample-controller/crd.yaml"
+    ))
+    .expect("guests/sample-controller/crd.yaml");
     serde_yaml::from_str(&text).expect("the Foo CRD is YAML")
 }
 
@@ -227,11 +311,19 @@ fn recorded(report: &Report, reason: &str) -> (Vec<String>, u64) {
         .iter()
         .filter(|o| o["kind"] == "Event" && o["reason"] == reason)
         .collect();
-    let mut types: Vec<String> = events.iter().map(|e| e["type"].as_str().unwrap_or_default().to_string()).collect();
+    let mut types: Vec<String> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+        .collect();
     types.dedup();
     let times = events
         .iter()
-        .map(|e| e["series"]["count"].as_u64().or_else(|| e["count"].as_u64()).unwrap_or(1))
+        .map(|e| {
+            e["series"]["count"]
+                .as_u64()
+                .or_else(|| e["count"].as_u64())
+                .unwrap_or(1)
+        })
         .sum();
     (types, times)
 }
@@ -248,9 +340,18 @@ async fn a_foo_gets_its_deployment_a_status_and_one_synced_event() {
     assert_eq!(owner["uid"], "uid-example-foo");
     assert_eq!(owner["controller"], true);
     assert_eq!(created["spec"]["replicas"], 2);
-    assert_eq!(created["spec"]["selector"]["matchLabels"], json!({ "app": "nginx", "controller": "example-foo" }));
-    assert_eq!(created["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:latest");
-    assert_eq!(find_foo(&report, "example-foo")["status"]["availableReplicas"], 0);
+    assert_eq!(
+        created["spec"]["selector"]["matchLabels"],
+        json!({ "app": "nginx", "controller": "example-foo" })
+    );
+    assert_eq!(
+        created["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:latest"
+    );
+    assert_eq!(
+        find_foo(&report, "example-foo")["status"]["availableReplicas"],
+        0
+    );
     assert_eq!(
         entries_of(&report, "deployments", "example-foo"),
         [("create".into(), None, 201)],
@@ -275,15 +376,24 @@ async fn replicas_follow_the_foo_and_the_status_follows_the_deployment() {
     );
     let report = run_module(&SAMPLE, state, script, quick()).await;
     report.converged.as_ref().expect("converged");
-    assert_eq!(find_deployment(&report, "web").expect("web")["spec"]["replicas"], 3);
-    assert_eq!(find_foo(&report, "example-foo")["status"]["availableReplicas"], 3);
+    assert_eq!(
+        find_deployment(&report, "web").expect("web")["spec"]["replicas"],
+        3
+    );
+    assert_eq!(
+        find_foo(&report, "example-foo")["status"]["availableReplicas"],
+        3
+    );
     assert_eq!(
         entries_of(&report, "deployments", "web"),
         [("create".into(), None, 201), ("patch".into(), None, 200)]
     );
     assert_eq!(
         entries_of(&report, "foos", "example-foo"),
-        [("patch".into(), Some("status".into()), 200), ("patch".into(), Some("status".into()), 200)],
+        [
+            ("patch".into(), Some("status".into()), 200),
+            ("patch".into(), Some("status".into()), 200)
+        ],
         "availableReplicas 0, then 3"
     );
     // create + status, scale, status: one Synced per decision that wrote.
@@ -303,14 +413,26 @@ async fn a_deployment_of_that_name_the_foo_does_not_own_is_never_written() {
     report.converged.as_ref().expect("converged");
     let taken = find_deployment(&report, "taken").expect("taken");
     assert_eq!(taken["spec"]["replicas"], 1, "not scaled");
-    assert!(taken["metadata"].get("ownerReferences").is_none(), "not adopted");
+    assert!(
+        taken["metadata"].get("ownerReferences").is_none(),
+        "not adopted"
+    );
     assert!(entries_of(&report, "deployments", "taken").is_empty());
-    assert!(entries_of(&report, "foos", "example-foo").is_empty(), "no status either");
+    assert!(
+        entries_of(&report, "foos", "example-foo").is_empty(),
+        "no status either"
+    );
     let warning = r#"Resource "taken" already exists and is not managed by Foo"#;
     let events = foo_events(&report, "example-foo");
-    assert!(!events.is_empty() && events.iter().all(|e| e == warning), "{events:?}");
+    assert!(
+        !events.is_empty() && events.iter().all(|e| e == warning),
+        "{events:?}"
+    );
     assert_eq!(recorded(&report, "ErrResourceExists").0, ["Warning"]);
-    assert!(entries_of(&report, "foos", "nameless").is_empty(), "a Foo without deploymentName: nothing");
+    assert!(
+        entries_of(&report, "foos", "nameless").is_empty(),
+        "a Foo without deploymentName: nothing"
+    );
     assert!(foo_events(&report, "nameless").is_empty());
 }
 
@@ -318,7 +440,11 @@ async fn a_deployment_of_that_name_the_foo_does_not_own_is_never_written() {
 async fn a_steady_state_writes_nothing() {
     let mut synced_foo = foo("example-foo", Some("example-foo"), 2);
     synced_foo["status"] = json!({ "availableReplicas": 2 });
-    let state = vec![foo_crd(), synced_foo, deployment("example-foo", Some("example-foo"), 2, 2)];
+    let state = vec![
+        foo_crd(),
+        synced_foo,
+        deployment("example-foo", Some("example-foo"), 2, 2),
+    ];
     let report = run_module(&SAMPLE, state, vec![], quick()).await;
     report.converged.as_ref().expect("converged");
     let written: Vec<_> = writes(&report.journal)
@@ -326,6 +452,12 @@ async fn a_steady_state_writes_nothing() {
         .filter(|(_, resource, ..)| resource == "deployments" || resource == "foos")
         .collect();
     assert!(written.is_empty(), "{written:?}");
-    assert!(foo_events(&report, "example-foo").is_empty(), "no Synced without a write");
-    assert!(!outcomes(&report, "sample-controller", "example-foo").is_empty(), "it was decided");
+    assert!(
+        foo_events(&report, "example-foo").is_empty(),
+        "no Synced without a write"
+    );
+    assert!(
+        !outcomes(&report, "sample-controller", "example-foo").is_empty(),
+        "it was decided"
+    );
 }
