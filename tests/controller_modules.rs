@@ -144,7 +144,7 @@ async fn an_action_outside_the_declared_scope_is_refused_and_nothing_is_written(
         ..quick()
     };
     let report = run_modules(vec![pv("a", "Available", false, &[])], vec![module], settle).await;
-    let pending = report.converged.expect_err("a refused decision is retried, never applied");
+    let pending = report.converged.as_ref().expect_err("a refused decision is retried, never applied");
     assert!(pending.keys.iter().any(|k| k.contains("overreaching a")), "{pending}");
     assert!(pv_writes(&report).is_empty(), "nothing written: {:?}", pv_writes(&report));
     assert!(finalizers(find_pv(&report, "a").unwrap()).is_empty());

@@ -124,6 +124,9 @@ impl ServerConfig {
         self
     }
 
+    /// Upstream's StorageObjectInUseProtection admission plugin (on by default in a real
+    /// cluster): a created PVC gets `kubernetes.io/pvc-protection`, a created PV
+    /// `kubernetes.io/pv-protection`.
     pub fn pvc_protection_admission(mut self, on: bool) -> Self {
         self.pvc_protection_admission = on;
         self

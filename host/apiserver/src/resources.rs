@@ -1,12 +1,15 @@
-//! The resource table: every kind the server serves and how the registry treats it.
+//! The resource table: every kind the server serves and how the registry treats it. The
+//! built-in kinds come from k8s-openapi's types ([`builtin`]); custom resources are interned
+//! from CustomResourceDefinitions ([`custom`]).
+
+mod builtin;
 
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use std::sync::{LazyLock, RwLock};
 
-use k8s_openapi::api::{coordination, core, events, resource};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
+use k8s_openapi::api::core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// Turns a request body into the stored form by a round trip through the k8s-openapi type:
@@ -43,15 +46,21 @@ pub struct ResourceInfo {
     pub group: &'static str,
     pub version: &'static str,
     pub kind: &'static str,
+    pub list_kind: &'static str,
     pub plural: &'static str,
     pub singular: &'static str,
     pub short_names: &'static [&'static str],
+    /// Discovery categories (`kubectl get all` reads `all`).
+    pub categories: &'static [&'static str],
+    /// Discovery verbs of the main resource.
+    pub verbs: &'static [&'static str],
     pub namespaced: bool,
     /// Has a `/status` subresource: main writes keep status, status writes keep spec.
     pub has_status: bool,
-    /// Status writes may also change labels and annotations (observed on v1.20 for pods and
-    /// PVCs); otherwise a status write changes status only (ResourceClaims, custom resources).
-    pub status_keeps_metadata: bool,
+    /// What a write to `/status` may change besides status.
+    pub status_write: StatusWrite,
+    /// Has a `/scale` subresource (an autoscaling/v1 Scale of `spec.replicas`).
+    pub has_scale: bool,
     /// Deleted gracefully (pods): `deletionTimestamp = now + grace` instead of removal.
     pub graceful: bool,
     /// The server owns `metadata.generation` (1 on create, +1 on spec change).
@@ -59,6 +68,9 @@ pub struct ResourceInfo {
     /// A completed delete answers with the object instead of a `Status` (upstream
     /// `ReturnDeletedObject`).
     pub returns_deleted_object: bool,
+    /// A delete without a propagation policy orphans the dependents (upstream
+    /// `DefaultGarbageCollectionPolicy` of batch/v1 Jobs and ReplicationControllers).
+    pub orphans_by_default: bool,
     /// Field selector labels beyond `metadata.name`/`metadata.namespace`, with the JSON pointer
     /// of the value they select on.
     pub selectable_fields: &'static [(&'static str, &'static str)],
@@ -89,9 +101,19 @@ impl ResourceInfo {
         qualify(self.kind, self.group)
     }
 
-    pub fn list_kind(&self) -> String {
-        format!("{}List", self.kind)
+    pub fn list_kind(&self) -> &'static str {
+        self.list_kind
     }
+}
+
+/// What a write to `/status` may change besides status. v1.20's strategies (observed on the
+/// real server) keep label and annotation changes, deployments all but labels; kinds added
+/// since reset all metadata (upstream `ResetObjectMetaForStatus`), as custom resources do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusWrite {
+    WithMetadata,
+    WithAnnotations,
+    StatusOnly,
 }
 
 pub(crate) fn qualify(name: &str, group: &str) -> String {
@@ -102,181 +124,32 @@ pub(crate) fn qualify(name: &str, group: &str) -> String {
     }
 }
 
-const POD_FIELDS: &[(&str, &str)] = &[
-    ("spec.nodeName", "/spec/nodeName"),
-    ("spec.restartPolicy", "/spec/restartPolicy"),
-    ("spec.schedulerName", "/spec/schedulerName"),
-    ("spec.serviceAccountName", "/spec/serviceAccountName"),
-    ("status.phase", "/status/phase"),
-    ("status.podIP", "/status/podIP"),
-    ("status.nominatedNodeName", "/status/nominatedNodeName"),
-];
-
-const NAMESPACE_FIELDS: &[(&str, &str)] = &[
-    ("status.phase", "/status/phase"),
-    ("name", "/metadata/name"),
-];
-
-const PVC_FIELDS: &[(&str, &str)] = &[("name", "/metadata/name")];
-
-const CORE_EVENT_FIELDS: &[(&str, &str)] = &[
-    ("involvedObject.kind", "/involvedObject/kind"),
-    ("involvedObject.namespace", "/involvedObject/namespace"),
-    ("involvedObject.name", "/involvedObject/name"),
-    ("involvedObject.uid", "/involvedObject/uid"),
-    ("involvedObject.apiVersion", "/involvedObject/apiVersion"),
-    (
-        "involvedObject.resourceVersion",
-        "/involvedObject/resourceVersion",
-    ),
-    ("involvedObject.fieldPath", "/involvedObject/fieldPath"),
-    ("reason", "/reason"),
-    ("reportingComponent", "/reportingComponent"),
-    ("source", "/source/component"),
-    ("type", "/type"),
-];
-
 const BASE: ResourceInfo = ResourceInfo {
     group: "",
     version: "v1",
     kind: "",
+    list_kind: "",
     plural: "",
     singular: "",
     short_names: &[],
+    categories: &[],
+    verbs: builtin::VERBS,
     namespaced: true,
     has_status: false,
-    status_keeps_metadata: false,
+    status_write: StatusWrite::WithMetadata,
+    has_scale: false,
     graceful: false,
     manages_generation: false,
     returns_deleted_object: false,
+    orphans_by_default: false,
     selectable_fields: &[],
     normalize: normalize::<core::v1::ConfigMap>,
     storage_group: None,
     custom: false,
 };
 
-/// Every served resource. Generation: pods, PVCs and ConfigMaps follow v1.20 (no server-managed
-/// generation; pods manage it only since 1.33) so the differential suite matches the real server.
-static RESOURCES: &[ResourceInfo] = &[
-    ResourceInfo {
-        kind: "Namespace",
-        plural: "namespaces",
-        singular: "namespace",
-        short_names: &["ns"],
-        namespaced: false,
-        has_status: true,
-        status_keeps_metadata: true,
-        returns_deleted_object: true,
-        selectable_fields: NAMESPACE_FIELDS,
-        normalize: normalize::<core::v1::Namespace>,
-        ..BASE
-    },
-    ResourceInfo {
-        kind: "Pod",
-        plural: "pods",
-        singular: "pod",
-        short_names: &["po"],
-        has_status: true,
-        status_keeps_metadata: true,
-        graceful: true,
-        returns_deleted_object: true,
-        selectable_fields: POD_FIELDS,
-        normalize: normalize::<core::v1::Pod>,
-        ..BASE
-    },
-    ResourceInfo {
-        kind: "PersistentVolumeClaim",
-        plural: "persistentvolumeclaims",
-        singular: "persistentvolumeclaim",
-        short_names: &["pvc"],
-        has_status: true,
-        status_keeps_metadata: true,
-        returns_deleted_object: true,
-        selectable_fields: PVC_FIELDS,
-        normalize: normalize::<core::v1::PersistentVolumeClaim>,
-        ..BASE
-    },
-    ResourceInfo {
-        kind: "ConfigMap",
-        plural: "configmaps",
-        singular: "configmap",
-        short_names: &["cm"],
-        normalize: normalize::<core::v1::ConfigMap>,
-        ..BASE
-    },
-    ResourceInfo {
-        kind: "Event",
-        plural: "events",
-        singular: "event",
-        short_names: &["ev"],
-        selectable_fields: CORE_EVENT_FIELDS,
-        normalize: normalize::<core::v1::Event>,
-        ..BASE
-    },
-    ResourceInfo {
-        group: "events.k8s.io",
-        kind: "Event",
-        plural: "events",
-        singular: "event",
-        short_names: &["ev"],
-        normalize: normalize::<events::v1::Event>,
-        storage_group: Some(""),
-        ..BASE
-    },
-    ResourceInfo {
-        group: "coordination.k8s.io",
-        kind: "Lease",
-        plural: "leases",
-        singular: "lease",
-        normalize: normalize::<coordination::v1::Lease>,
-        ..BASE
-    },
-    ResourceInfo {
-        group: "resource.k8s.io",
-        kind: "ResourceClaim",
-        plural: "resourceclaims",
-        singular: "resourceclaim",
-        has_status: true,
-        manages_generation: true,
-        returns_deleted_object: true,
-        normalize: normalize::<resource::v1::ResourceClaim>,
-        ..BASE
-    },
-    ResourceInfo {
-        group: "resource.k8s.io",
-        kind: "ResourceClaimTemplate",
-        plural: "resourceclaimtemplates",
-        singular: "resourceclaimtemplate",
-        manages_generation: true,
-        returns_deleted_object: true,
-        normalize: normalize::<resource::v1::ResourceClaimTemplate>,
-        ..BASE
-    },
-    ResourceInfo {
-        group: "apiextensions.k8s.io",
-        kind: "CustomResourceDefinition",
-        plural: "customresourcedefinitions",
-        singular: "customresourcedefinition",
-        short_names: &["crd", "crds"],
-        namespaced: false,
-        has_status: true,
-        manages_generation: true,
-        returns_deleted_object: true,
-        normalize: normalize::<apiextensions::v1::CustomResourceDefinition>,
-        ..BASE
-    },
-    ResourceInfo {
-        group: "resource.k8s.io",
-        kind: "DeviceClass",
-        plural: "deviceclasses",
-        singular: "deviceclass",
-        namespaced: false,
-        manages_generation: true,
-        returns_deleted_object: true,
-        normalize: normalize::<resource::v1::DeviceClass>,
-        ..BASE
-    },
-];
+/// Every built-in resource, in discovery order (see [`builtin`]).
+static RESOURCES: LazyLock<Vec<ResourceInfo>> = LazyLock::new(builtin::table);
 
 /// Index of a served resource: in the built-in table, or past its end in [`custom`]'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -372,10 +245,12 @@ pub mod custom {
             group: leak(&identity.group),
             version: leak(&identity.version),
             kind: leak(&identity.kind),
+            list_kind: leak(&format!("{}List", identity.kind)),
             plural: leak(&identity.plural),
             singular: leak(&identity.singular),
             namespaced: identity.namespaced,
             has_status: identity.has_status,
+            status_write: StatusWrite::StatusOnly,
             manages_generation: true,
             normalize: normalize_custom,
             custom: true,

@@ -81,7 +81,8 @@ impl Selection {
     /// Refuses a name that is neither a built-in controller nor one of
     /// `modules` (the controller modules loaded), naming the known ones.
     pub fn check_known<'a>(&self, modules: impl IntoIterator<Item = &'a str>) -> Result<(), SelectionError> {
-        let known: Vec<&str> = names().chain(modules).collect();
+        let mut known: Vec<&str> = names().collect();
+        known.extend(modules);
         for entry in &self.0 {
             let name = entry.strip_prefix('-').unwrap_or(entry);
             if name != "*" && !known.contains(&name) {

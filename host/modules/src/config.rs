@@ -320,6 +320,20 @@ impl Settings<'_> {
     }
 }
 
+/// What guests.yaml may expand to: anchors and aliases that would materialize more than a
+/// configuration file ever needs (the billion-laughs shape of CVE-2019-11253) are refused by
+/// serde-saphyr's budget instead of exhausting the host's memory.
+fn yaml_limits() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = 100_000;
+    budget.max_total_scalar_bytes = 16 << 20;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.alias_limits.max_total_replayed_events = 100_000;
+    options.with_snippet = false;
+    options
+}
+
 impl GuestsConfig {
     /// Parses the text of `file` (named in errors); `memoryMiB` may be at most
     /// `max_memory_mib`, the engine's bound.
@@ -329,8 +343,9 @@ impl GuestsConfig {
             field,
             message,
         };
-        let entries: Option<BTreeMap<String, serde_yaml::Value>> = serde_yaml::from_str(text)
-            .map_err(|err| invalid("(top level)".into(), err.to_string()))?;
+        let entries: Option<BTreeMap<String, serde_yaml::Value>> =
+            serde_saphyr::from_str_with_options(text, yaml_limits())
+                .map_err(|err| invalid("(top level)".into(), err.to_string()))?;
         let mut config = BTreeMap::new();
         let mut controllers = None;
         for (key, value) in entries.unwrap_or_default() {
@@ -457,6 +472,33 @@ mod tests {
 
     fn parse(text: &str) -> Result<GuestsConfig, ConfigError> {
         GuestsConfig::parse("guests.yaml", text, 256)
+    }
+
+    /// ~100 KB of nested anchors naming 10^10 scalars (CVE-2019-11253's shape) is refused
+    /// quickly, naming the file; anchors in a normal file still work.
+    #[test]
+    fn anchor_bombs_are_refused() {
+        let mut bomb = String::from("a0: &a0 [");
+        bomb.push_str(&vec!["x"; 40_000].join(","));
+        bomb.push_str("]\n");
+        for level in 1..=4 {
+            let aliases = vec![format!("*a{}", level - 1); 2_500 / level].join(",");
+            bomb.push_str(&format!("a{level}: &a{level} [{aliases}]\n"));
+        }
+        assert!((50_000..150_000).contains(&bomb.len()), "{}", bomb.len());
+        let started = std::time::Instant::now();
+        let err = parse(&bomb).unwrap_err().to_string();
+        assert!(
+            err.starts_with("guests.yaml: field `(top level)`: "),
+            "{err}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+
+        let text = format!(
+            "pvc-protection:\n  module: a.wasm\n  sha256: &digest {A}\nresource-claim:\n  module: b.wasm\n  sha256: *digest\n"
+        );
+        let config = parse(&text).unwrap();
+        assert_eq!(config.0.len(), 2);
     }
 
     fn error(text: &str) -> String {

@@ -397,7 +397,7 @@ mod tests {
             err.to_string(),
             "g.wasm: does not export any of rekon:reconcile/pvc-decider@0.2.0, \
              rekon:reconcile/pvc-decider@0.1.0; it exports \
-             rekon:reconcile/pvc-decider@0.2.0; host supports rekon:reconcile 0.2.0, 0.1.0"
+             rekon:reconcile/pvc-decider@0.2.0; host supports rekon:reconcile 0.3.0, 0.2.0, 0.1.0"
         );
     }
 
@@ -405,11 +405,11 @@ mod tests {
     fn unknown_version_of_a_known_world_names_what_was_found_and_what_is_supported() {
         let exports = vec![
             "wasi:cli/run@0.2.0".to_owned(),
-            "rekon:reconcile/claim-decider@0.3.0".to_owned(),
+            "rekon:reconcile/claim-decider@0.9.0".to_owned(),
         ];
         let all: Vec<World> = World::all().collect();
         let (export, found) = unsupported_version(&exports, &all).unwrap();
-        assert_eq!(found, "0.3.0");
+        assert_eq!(found, "0.9.0");
         let err = LoadError::UnsupportedVersion {
             origin: "g.wasm".into(),
             export,
@@ -417,8 +417,8 @@ mod tests {
         };
         assert_eq!(
             err.to_string(),
-            "g.wasm: exports rekon:reconcile/claim-decider@0.3.0: rekon:reconcile 0.3.0 is not a \
-             contract version this host supports (it supports 0.2.0, 0.1.0); rebuild the guest \
+            "g.wasm: exports rekon:reconcile/claim-decider@0.9.0: rekon:reconcile 0.9.0 is not a \
+             contract version this host supports (it supports 0.3.0, 0.2.0, 0.1.0); rebuild the guest \
              against one of them"
         );
         let pvc = World::named("pvc-protection").unwrap();

@@ -8,16 +8,6 @@ use serde_json::{Value, json};
 use crate::crd::CustomResources;
 use crate::resources::ResourceId;
 
-const VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 pub fn version() -> Value {
@@ -83,10 +73,13 @@ fn resource_entry(id: ResourceId, custom: &CustomResources) -> Vec<Value> {
         "singularName": info.singular,
         "namespaced": info.namespaced,
         "kind": info.kind,
-        "verbs": VERBS,
+        "verbs": info.verbs,
     });
     if !info.short_names.is_empty() {
         main["shortNames"] = json!(info.short_names);
+    }
+    if !info.categories.is_empty() {
+        main["categories"] = json!(info.categories);
     }
     if let Some(version) = custom.get(id) {
         if !version.short_names.is_empty() {
@@ -96,13 +89,6 @@ fn resource_entry(id: ResourceId, custom: &CustomResources) -> Vec<Value> {
             main["categories"] = json!(version.categories);
         }
     }
-    if matches!(
-        info.kind,
-        "Pod" | "PersistentVolumeClaim" | "ConfigMap" | "Event"
-    ) && info.group.is_empty()
-    {
-        main["categories"] = json!(["all"]);
-    }
     let mut entries = vec![main];
     if info.has_status {
         entries.push(json!({
@@ -110,6 +96,17 @@ fn resource_entry(id: ResourceId, custom: &CustomResources) -> Vec<Value> {
             "singularName": "",
             "namespaced": info.namespaced,
             "kind": info.kind,
+            "verbs": STATUS_VERBS,
+        }));
+    }
+    if info.has_scale {
+        entries.push(json!({
+            "name": format!("{}/scale", info.plural),
+            "singularName": "",
+            "namespaced": info.namespaced,
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
             "verbs": STATUS_VERBS,
         }));
     }

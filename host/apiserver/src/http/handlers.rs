@@ -98,13 +98,16 @@ async fn dispatch(
         resource: path.resource,
         namespace: namespace.clone(),
         name: path.name.clone().unwrap_or_default(),
-        status: path.subresource.is_some(),
+        status: path.subresource.as_deref().is_some_and(|s| s != "scale"),
     };
     let write_options = || WriteOptions {
         field_manager: params.non_empty("fieldManager").map(str::to_string),
         default_manager: Some(params::default_manager(headers)),
         force: params.flag("force"),
     };
+    if path.subresource.as_deref() == Some("scale") {
+        return scale(app, verb, &target(), headers, body, &write_options());
+    }
     let response = match verb {
         Verb::Get => {
             let obj = app.store.get(
@@ -132,12 +135,7 @@ async fn dispatch(
             Ok(json_response(StatusCode::OK, &updated))
         }
         Verb::Patch => {
-            let content_type = headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let patch_type = PatchType::from_content_type(content_type)?;
-            let patch = patch::parse_body(patch_type, body)?;
+            let (patch_type, patch) = patch_of(headers, body)?;
             let outcome = app
                 .store
                 .patch(&target(), patch_type, &patch, &write_options())?;
@@ -177,6 +175,53 @@ async fn dispatch(
         }
         other => other,
     }
+}
+
+/// The patch type the `Content-Type` names, and the parsed body.
+fn patch_of(headers: &HeaderMap, body: &Bytes) -> Result<(PatchType, Value), ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let patch_type = PatchType::from_content_type(content_type)?;
+    Ok((patch_type, patch::parse_body(patch_type, body)?))
+}
+
+/// The `/scale` subresource: GET, PUT and PATCH (not server-side apply) of a Scale.
+fn scale(
+    app: &App,
+    verb: Verb,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &Bytes,
+    opts: &WriteOptions,
+) -> Result<Response, ApiError> {
+    let scale = match verb {
+        Verb::Get => app.store.get_scale(target)?,
+        Verb::Update => {
+            let wanted = params::parse_object_body(headers, body)?;
+            app.store.write_scale(target, |_| Ok(wanted), opts)?
+        }
+        Verb::Patch => {
+            let (patch_type, patch) = patch_of(headers, body)?;
+            if patch_type == PatchType::Apply {
+                return Err(ApiError::unsupported_media_type(
+                    "application/apply-patch+yaml",
+                ));
+            }
+            app.store.write_scale(
+                target,
+                |current| patch::apply_patch(patch_type, "Scale", &current, &patch),
+                opts,
+            )?
+        }
+        _ => {
+            return Err(ApiError::method_not_allowed(
+                "the /scale subresource allows get, update and patch",
+            ));
+        }
+    };
+    Ok(json_response(StatusCode::OK, &scale))
 }
 
 /// The answer to an applied write, cut off: the head goes out, then the body

@@ -64,6 +64,7 @@ pub fn parse(path: &str, custom: &CustomResources) -> Result<ResourcePath, ApiEr
     };
     if let Some(sub) = &parsed.subresource
         && !(sub == "status" && parsed.resource.info().has_status)
+        && !(sub == "scale" && parsed.resource.info().has_scale)
     {
         return Err(not_found());
     }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{PVC_PROTECTION_FINALIZER, Store, now, prepare};
+use super::{PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER, Store, now, prepare};
 use crate::errors::ApiError;
 use crate::meta;
 use crate::patch::fieldset;
@@ -86,10 +86,16 @@ pub fn create(
         }
     }
     prepare::reset_status_on_create(info, &mut obj);
-    if info.kind == "PersistentVolumeClaim" && store.settings().pvc_protection_admission {
+    // Upstream's StorageObjectInUseProtection admission plugin protects PVCs and PVs.
+    let protection = match (info.group, info.kind) {
+        ("", "PersistentVolumeClaim") => Some(PVC_PROTECTION_FINALIZER),
+        ("", "PersistentVolume") => Some(PV_PROTECTION_FINALIZER),
+        _ => None,
+    };
+    if let Some(finalizer) = protection.filter(|_| store.settings().pvc_protection_admission) {
         let mut finalizers = meta::finalizers(&obj);
-        if !finalizers.iter().any(|f| f == PVC_PROTECTION_FINALIZER) {
-            finalizers.push(PVC_PROTECTION_FINALIZER.to_string());
+        if !finalizers.iter().any(|f| f == finalizer) {
+            finalizers.push(finalizer.to_string());
             meta::set_finalizers(&mut obj, &finalizers);
         }
     }

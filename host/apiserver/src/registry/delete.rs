@@ -52,7 +52,7 @@ pub fn delete(
         GracefulState::Graceful => true,
         GracefulState::NotGraceful => false,
     };
-    apply_propagation_finalizers(&mut obj, opts);
+    apply_propagation_finalizers(info, &mut obj, opts);
     let pending_finalizers = !meta::finalizers(&obj).is_empty();
 
     if graceful {
@@ -196,13 +196,15 @@ fn before_delete(
     GracefulState::Graceful
 }
 
-/// Upstream `deletionFinalizersForGarbageCollection`: Orphan adds `orphan`, Foreground adds
-/// `foregroundDeletion`, Background removes both. The garbage collector acts on them.
-fn apply_propagation_finalizers(obj: &mut Value, opts: &DeleteOptions) {
+/// Upstream `deletionFinalizersForGarbageCollection`: Orphan (the default of some kinds) adds
+/// `orphan`, Foreground adds `foregroundDeletion`, Background removes both. The garbage collector acts on them.
+fn apply_propagation_finalizers(info: &ResourceInfo, obj: &mut Value, opts: &DeleteOptions) {
     let policy = match (opts.propagation_policy, opts.orphan_dependents) {
         (Some(policy), _) => policy,
         (None, Some(true)) => PropagationPolicy::Orphan,
         (None, Some(false)) => PropagationPolicy::Background,
+        // Upstream `DefaultGarbageCollectionPolicy`; an object's own `orphan` finalizer stays.
+        (None, None) if info.orphans_by_default => PropagationPolicy::Orphan,
         (None, None) => return,
     };
     let mut finalizers = meta::finalizers(obj);

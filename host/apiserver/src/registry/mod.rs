@@ -7,6 +7,7 @@ mod create;
 mod delete;
 pub mod prepare;
 mod read;
+mod scale;
 mod update;
 
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -56,6 +57,7 @@ pub struct StoreSettings {
 }
 
 pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 
 /// Which object a write addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -589,6 +591,32 @@ impl Store {
                 object,
                 created: false,
             })
+        })
+    }
+
+    /// GET of the `/scale` subresource.
+    pub fn get_scale(&self, target: &Target) -> Result<Value, ApiError> {
+        let obj = self.get(target.resource, &target.namespace, &target.name)?;
+        Ok(scale::of(&obj))
+    }
+
+    /// PUT or PATCH of the `/scale` subresource: `change` turns the current Scale into the
+    /// wanted one, whose replicas and resourceVersion update the main resource.
+    pub fn write_scale(
+        &self,
+        target: &Target,
+        change: impl FnOnce(Value) -> Result<Value, ApiError>,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        self.write(|objs, store| {
+            let info = target.resource.info();
+            let current = objs
+                .get(&target.key())
+                .ok_or_else(|| ApiError::not_found(info, &target.name))?;
+            let wanted = change(scale::of(&current))?;
+            let new = scale::apply(info, &current, &wanted)?;
+            let updated = update::update(objs, store, target, new, update::Tracking::Record(opts))?;
+            Ok(scale::of(&updated))
         })
     }
 

@@ -152,6 +152,39 @@ fn apply_defaults(info: &ResourceInfo, obj: &mut Value) {
             }
         }
         "PersistentVolumeClaim" => default_field(obj, "/spec", "volumeMode", json!("Filesystem")),
+        "PersistentVolume" => {
+            default_field(obj, "/spec", "volumeMode", json!("Filesystem"));
+            default_field(
+                obj,
+                "/spec",
+                "persistentVolumeReclaimPolicy",
+                json!("Retain"),
+            );
+        }
+        // The defaults controllers read (`kubectl scale`, the generic controller's replicas).
+        "Deployment" if info.group == "apps" => {
+            default_field(obj, "/spec", "replicas", json!(1));
+            default_field(obj, "/spec", "revisionHistoryLimit", json!(10));
+            default_field(obj, "/spec", "progressDeadlineSeconds", json!(600));
+            default_field(
+                obj,
+                "/spec",
+                "strategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
+            );
+        }
+        "ReplicaSet" | "StatefulSet" | "ReplicationController" => {
+            default_field(obj, "/spec", "replicas", json!(1));
+        }
+        "Job" if info.group == "batch" => {
+            default_field(obj, "/spec", "backoffLimit", json!(6));
+            if obj.pointer("/spec/completions").is_none()
+                && obj.pointer("/spec/parallelism").is_none()
+            {
+                default_field(obj, "/spec", "completions", json!(1));
+            }
+            default_field(obj, "/spec", "parallelism", json!(1));
+        }
         "Namespace" => {
             if obj.get("spec").is_none() {
                 obj["spec"] = json!({});
@@ -181,9 +214,11 @@ pub fn reset_status_on_create(info: &ResourceInfo, obj: &mut Value) {
                 json!({"phase": "Pending", "qosClass": qos}),
             );
         }
-        "PersistentVolumeClaim" => {
+        "PersistentVolumeClaim" | "PersistentVolume" if info.group.is_empty() => {
             root.insert("status".into(), json!({"phase": "Pending"}));
         }
+        // Nodes register with their status (upstream keeps it on create).
+        "Node" if info.group.is_empty() => {}
         "Namespace" => {
             root.insert("status".into(), json!({"phase": "Active"}));
         }

@@ -7,6 +7,7 @@ use super::{Store, Target, WriteOptions, now, prepare};
 use crate::errors::{ApiError, Cause};
 use crate::meta;
 use crate::patch::fieldset;
+use crate::resources::StatusWrite;
 use crate::store::Objects;
 
 pub enum Tracking<'a> {
@@ -132,12 +133,10 @@ pub fn update(
     Ok(objs.put(key, new))
 }
 
-/// Built-in kinds bump the generation on spec changes; custom resources on any change but
-/// metadata (and status, with the status subresource), as upstream's CR strategy.
+/// The generation follows any change but metadata (and status, with the status
+/// subresource): the spec of most kinds, the top-level lists of kinds without a spec (webhook
+/// configurations), and a custom resource's content, as upstream's strategies do.
 fn generation_changes(info: &crate::resources::ResourceInfo, current: &Value, new: &Value) -> bool {
-    if !info.custom {
-        return new.get("spec") != current.get("spec");
-    }
     let content = |obj: &Value| -> Value {
         let mut obj = obj.clone();
         if let Some(map) = obj.as_object_mut() {
@@ -151,8 +150,8 @@ fn generation_changes(info: &crate::resources::ResourceInfo, current: &Value, ne
     content(current) != content(new)
 }
 
-/// What the body may change: status only through `/status` (plus labels and annotations for
-/// pods and PVCs, as observed on v1.20), everything but status through the main resource.
+/// What the body may change: status through `/status` (with the metadata its
+/// [`StatusWrite`] allows), everything but status through the main resource.
 fn split_subresource(
     info: &crate::resources::ResourceInfo,
     status: bool,
@@ -160,18 +159,20 @@ fn split_subresource(
     body: Value,
 ) -> Value {
     if status {
-        if info.status_keeps_metadata {
-            let mut new = body;
-            meta::copy_top_level(current, &mut new, "spec");
-            if info.kind == "Pod" {
-                meta::copy_field(current, &mut new, "ownerReferences");
-            }
-            new
-        } else {
+        if info.status_write == StatusWrite::StatusOnly {
             let mut new = current.clone();
             meta::copy_top_level(&body, &mut new, "status");
-            new
+            return new;
         }
+        let mut new = body;
+        meta::copy_top_level(current, &mut new, "spec");
+        if info.kind == "Pod" {
+            meta::copy_field(current, &mut new, "ownerReferences");
+        }
+        if info.status_write == StatusWrite::WithAnnotations {
+            meta::copy_field(current, &mut new, "labels");
+        }
+        new
     } else if info.has_status {
         let mut new = body;
         meta::copy_top_level(current, &mut new, "status");

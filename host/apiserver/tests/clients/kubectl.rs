@@ -41,13 +41,13 @@ spec:
   leaseDurationSeconds: 15
 "#;
 
-struct Kubectl {
+pub(crate) struct Kubectl {
     kubeconfig: tempfile::NamedTempFile,
     dir: tempfile::TempDir,
 }
 
 impl Kubectl {
-    fn new(t: &TestServer) -> Self {
+    pub(crate) fn new(t: &TestServer) -> Self {
         let kubeconfig = tempfile::NamedTempFile::new().unwrap();
         t.server.write_kubeconfig(kubeconfig.path()).unwrap();
         Kubectl {
@@ -67,7 +67,7 @@ impl Kubectl {
     }
 
     /// Runs kubectl; panics with its stderr unless it succeeds. Returns stdout.
-    async fn run(&self, args: &[&str]) -> String {
+    pub(crate) async fn run(&self, args: &[&str]) -> String {
         let out = tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
             .await
             .expect("kubectl finishes")
@@ -81,7 +81,7 @@ impl Kubectl {
         stdout
     }
 
-    fn write(&self, name: &str, text: &str) -> String {
+    pub(crate) fn write(&self, name: &str, text: &str) -> String {
         let path = self.dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         path.display().to_string()

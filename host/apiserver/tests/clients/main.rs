@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod builtin_kinds;
 mod custom_resources;
 mod kubectl;
 mod leases;

@@ -289,13 +289,16 @@ impl Generic {
                 }
             }
         };
-        let seen = validate::Seen {
-            key: &key_text,
-            primary: &primary.value,
-            child: &|kind, name| self.cached(kind, &key.namespace, name),
+        let plan = {
+            let child = |kind: &Kind, name: &str| self.cached(kind, &key.namespace, name);
+            let seen = validate::Seen {
+                key: &key_text,
+                primary: &primary.value,
+                child: &child,
+            };
+            validate::plan(&self.checked, &seen, &actions)
+                .map_err(|refusal| ReconcileError::Rejected(refusal.to_string()))?
         };
-        let plan = validate::plan(&self.checked, &seen, &actions)
-            .map_err(|refusal| ReconcileError::Rejected(refusal.to_string()))?;
         let guest = decider.info();
         let writes = plan.writes();
         let outcome = self.apply(&key_text, &primary, plan).await?;
