@@ -368,12 +368,12 @@ async fn a_foo_gets_its_deployment_a_status_and_one_synced_event() {
 #[tokio::test(flavor = "multi_thread")]
 async fn replicas_follow_the_foo_and_the_status_follows_the_deployment() {
     let state = vec![foo_crd(), foo("example-foo", Some("web"), 1)];
-    let script = steps(
-        "- patch: { apiVersion: samplecontroller.k8s.io/v1alpha1, kind: Foo, namespace: ns, name: example-foo,
-             type: merge, patch: { spec: { replicas: 3 } } }
-         - patch: { apiVersion: apps/v1, kind: Deployment, namespace: ns, name: web, type: merge,
-             status: true, patch: { status: { replicas: 3, availableReplicas: 3 } } }",
-    );
+    let script = steps(concat!(
+        "- patch: { apiVersion: samplecontroller.k8s.io/v1alpha1, kind: Foo, namespace: ns,\n",
+        "           name: example-foo, type: merge, patch: { spec: { replicas: 3 } } }\n",
+        "- patch: { apiVersion: apps/v1, kind: Deployment, namespace: ns, name: web, type: merge,\n",
+        "           status: true, patch: { status: { replicas: 3, availableReplicas: 3 } } }\n",
+    ));
     let report = run_module(&SAMPLE, state, script, quick()).await;
     report.converged.as_ref().expect("converged");
     assert_eq!(
