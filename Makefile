@@ -11,8 +11,10 @@ export CARGO_TARGET_DIR
 GUEST_PROFILE := guest
 export REKON_GUEST_DIR := $(CARGO_TARGET_DIR)/wasm32-wasip2/$(GUEST_PROFILE)
 REKON := $(CARGO_TARGET_DIR)/debug/rekon
-# Every guest crate but the SDK: guests/<name> is the crate rekon-guest-<name>.
-GUEST_CRATES := $(patsubst guests/%/,-p rekon-guest-%,$(filter-out guests/sdk/,$(wildcard guests/*/)))
+# Every guest crate but the SDK: guests/<name> with a Cargo.toml is the crate
+# rekon-guest-<name> (a TypeScript-only guest has none).
+RUST_GUESTS := $(patsubst guests/%/Cargo.toml,%,$(filter-out guests/sdk/Cargo.toml,$(wildcard guests/*/Cargo.toml)))
+GUEST_CRATES := $(addprefix -p rekon-guest-,$(RUST_GUESTS))
 
 .PHONY: setup guests reference-guests build test guest-cases demo bench bench-scale bench-scale-real docs
 .PHONY: guests-rust guests-ts guests-py guest-toolchains guest-cases-native test-ts-guests
@@ -29,9 +31,10 @@ guests-rust: setup
 # as GUESTS_OUT/<world>.wasm: what the image ships (Dockerfile). Controller
 # modules are not built-in worlds: an operator pins each (guests.yaml `controllers:`).
 GUESTS_OUT ?= $(CARGO_TARGET_DIR)/reference-guests
+RUST_CASES := $(foreach g,$(RUST_GUESTS),$(wildcard guests/$(g)/cases))
 reference-guests: guests-rust
 	mkdir -p $(GUESTS_OUT)
-	set -e; for cases in guests/*/cases; do \
+	set -e; for cases in $(RUST_CASES); do \
 	  world=$$(basename $$(dirname $$cases)); \
 	  module=$(REKON_GUEST_DIR)/rekon_guest_$$(echo $$world | tr - _).wasm; \
 	  [ -f $$module ] || continue; \
@@ -39,10 +42,12 @@ reference-guests: guests-rust
 	  cp $$module $(GUESTS_OUT)/$$world.wasm; \
 	done
 
-# ---- TypeScript and Python guests (guests/<world>/ts, guests/<world>/python) ----
-# Built into $(REKON_GUEST_DIR) as rekon_guest_<world>_ts.wasm / _py.wasm beside the
-# Rust rekon_guest_<world>.wasm; every step is a file rule, so a repeated `make guests`
-# only redoes what changed.
+# ---- TypeScript and Python guests (guests/<name>/ts, guests/<name>/python) ----
+# Built into $(REKON_GUEST_DIR) as rekon_guest_<name>_ts.wasm / _py.wasm beside the
+# Rust rekon_guest_<name>.wasm; every step is a file rule, so a repeated `make guests`
+# only redoes what changed. A TypeScript guest's world is its name (the dedicated
+# worlds: guests/pvc-protection/ts), or the one its file guests/<name>/ts/world
+# names (`controller`: guests/ttl-after-finished/ts).
 TS_SDK := guests/sdk/ts
 TS_BIN := $(TS_SDK)/node_modules/.bin
 TS_STAMP := $(TS_SDK)/node_modules/.package-lock.json
@@ -50,10 +55,13 @@ PY_SDK := guests/sdk/python
 PY_VENV := $(CARGO_TARGET_DIR)/guest-python-venv
 PY_STAMP := $(PY_VENV)/.requirements
 WIT_FILES := $(wildcard wit/*.wit wit/*/*/*.wit)
-TS_WORLDS := $(patsubst guests/%/ts/,%,$(filter-out guests/sdk/ts/,$(wildcard guests/*/ts/)))
+TS_NAMES := $(patsubst guests/%/ts/,%,$(filter-out guests/sdk/ts/,$(wildcard guests/*/ts/)))
+ts_world = $(or $(strip $(file <guests/$(1)/ts/world)),$(1))
+# The guests of a dedicated world, which `test-ts-guests` runs in place of the Rust ones.
+TS_DEDICATED := $(foreach n,$(TS_NAMES),$(if $(wildcard guests/$(n)/ts/world),,$(n)))
 PY_WORLDS := $(patsubst guests/%/python/,%,$(filter-out guests/sdk/python/,$(wildcard guests/*/python/)))
 guest_wasm = $(REKON_GUEST_DIR)/rekon_guest_$(subst -,_,$(1))_$(2).wasm
-TS_GUESTS := $(foreach w,$(TS_WORLDS),$(call guest_wasm,$(w),ts))
+TS_GUESTS := $(foreach n,$(TS_NAMES),$(call guest_wasm,$(n),ts))
 PY_GUESTS := $(foreach w,$(PY_WORLDS),$(call guest_wasm,$(w),py))
 TS_SDK_SOURCES := $(wildcard $(TS_SDK)/src/*.ts $(TS_SDK)/src/*/*.ts) $(TS_SDK)/tsconfig.base.json
 PY_SDK_SOURCES := $(wildcard $(PY_SDK)/rekon_guest/*.py)
@@ -79,11 +87,11 @@ guests/$(1)/ts/dist/.built: $(TS_STAMP) $(TS_SDK_SOURCES) $$(wildcard guests/$(1
 	$(TS_BIN)/tsc -p guests/$(1)/ts
 	touch $$@
 
-$(call guest_wasm,$(1),ts): guests/$(1)/ts/dist/.built $(TS_SDK)/dist/.built $(WIT_FILES)
+$(call guest_wasm,$(1),ts): guests/$(1)/ts/dist/.built $(TS_SDK)/dist/.built $(WIT_FILES) $(wildcard guests/$(1)/ts/world)
 	@mkdir -p $$(@D)
-	node $(TS_SDK)/dist/build.js --world $(1) --wit wit -o $$@ guests/$(1)/ts/dist/$(1)/ts/src/guest.js
+	node $(TS_SDK)/dist/build.js --world $(call ts_world,$(1)) --wit wit -o $$@ guests/$(1)/ts/dist/$(1)/ts/src/guest.js
 endef
-$(foreach w,$(TS_WORLDS),$(eval $(call ts_guest,$(w))))
+$(foreach n,$(TS_NAMES),$(eval $(call ts_guest,$(n))))
 
 define py_guest
 $(call guest_wasm,$(1),py): $(PY_STAMP) $(PY_SDK_SOURCES) $$(wildcard guests/$(1)/python/*.py) $(WIT_FILES)
@@ -99,15 +107,14 @@ guests-py: $(PY_GUESTS)
 
 # The SDKs' own tests, then the case files natively: the TypeScript runner (Node)
 # and pytest, per guest (one pytest per guest: each loads its own world's bindings).
-guest-cases-native: $(TS_SDK)/dist/.built $(foreach w,$(TS_WORLDS),guests/$(w)/ts/dist/.built) $(PY_STAMP)
+guest-cases-native: $(TS_SDK)/dist/.built $(foreach n,$(TS_NAMES),guests/$(n)/ts/dist/.built) $(PY_STAMP)
 	rm -rf $(CARGO_TARGET_DIR)/ts-types-check && node $(TS_SDK)/scripts/types.mjs $(CARGO_TARGET_DIR)/ts-types-check
 	diff -r $(TS_SDK)/generated $(CARGO_TARGET_DIR)/ts-types-check || \
 	  { echo "$(TS_SDK)/generated is stale: run npm run types in $(TS_SDK)"; exit 1; }
 	node --test $(TS_SDK)/dist/tests/
 	PYTHONPATH=$(PY_SDK) $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PY_SDK)/tests
-	set -e; for w in $(TS_WORLDS); do \
-	  node $(TS_SDK)/dist/cases/cli.js --world $$w --guest guests/$$w/ts/dist/$$w/ts/src/guest.js guests/$$w/cases; \
-	done
+	set -e; $(foreach n,$(TS_NAMES),\
+	  node $(TS_SDK)/dist/cases/cli.js --world $(call ts_world,$(n)) --guest guests/$(n)/ts/dist/$(n)/ts/src/guest.js guests/$(n)/cases;)
 	set -e; for w in $(PY_WORLDS); do \
 	  PYTHONPATH=$(PY_SDK) $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider guests/$$w/python; \
 	done
@@ -115,26 +122,28 @@ guest-cases-native: $(TS_SDK)/dist/.built $(foreach w,$(TS_WORLDS),guests/$(w)/t
 build: guests-rust
 	cargo build -p rekon
 
-# guests/<world>/cases against the module built from guests/<world>.
+# guests/<name>/cases against the module built from guests/<name>.
 guest-cases: build guests-ts guests-py
-	set -e; for cases in guests/*/cases; do \
+	set -e; for cases in $(RUST_CASES); do \
 	  guest=$$(basename $$(dirname $$cases) | tr - _); \
 	  [ -f guests/$$(basename $$(dirname $$cases))/Cargo.toml ] || continue; \
 	  $(REKON) test --guest $(REKON_GUEST_DIR)/rekon_guest_$$guest.wasm $$cases; \
 	done
 	$(MAKE) guest-cases-native
 	set -e; for wasm in $(TS_GUESTS) $(PY_GUESTS); do \
-	  world=$$(basename $$wasm .wasm | sed 's/^rekon_guest_//; s/_[a-z]*$$//' | tr _ -); \
-	  echo "rekon test $$wasm guests/$$world/cases"; \
-	  $(REKON) test --guest $$wasm guests/$$world/cases; \
+	  name=$$(basename $$wasm .wasm | sed 's/^rekon_guest_//; s/_[a-z]*$$//' | tr _ -); \
+	  echo "rekon test $$wasm guests/$$name/cases"; \
+	  $(REKON) test --guest $$wasm guests/$$name/cases; \
 	done
 
-# The main end-to-end tests with the TypeScript guests as the only modules: a guest
-# directory holding each rekon_guest_<world>_ts.wasm under the conventional Rust name.
+# The main end-to-end tests with the TypeScript guests of the dedicated worlds as the
+# only modules: a guest directory holding each rekon_guest_<world>_ts.wasm under the
+# conventional Rust name. (The controller modules have end-to-end tests of their own:
+# tests/controller_modules_ts.rs.)
 TS_ONLY_GUEST_DIR := $(CARGO_TARGET_DIR)/ts-only-guests
 test-ts-guests: guests-ts
 	rm -rf $(TS_ONLY_GUEST_DIR) && mkdir -p $(TS_ONLY_GUEST_DIR)
-	for w in $(TS_WORLDS); do \
+	for w in $(TS_DEDICATED); do \
 	  cp $(REKON_GUEST_DIR)/rekon_guest_$$(echo $$w | tr - _)_ts.wasm $(TS_ONLY_GUEST_DIR)/rekon_guest_$$(echo $$w | tr - _).wasm; \
 	done
 	REKON_GUEST_DIR=$(TS_ONLY_GUEST_DIR) cargo test -p rekon-tests --no-fail-fast \

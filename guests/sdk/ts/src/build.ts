@@ -9,7 +9,6 @@ import { writeFile, rename } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { componentize } from "@bytecodealliance/componentize-js";
-import { CONTRACT_VERSION } from "./types.js";
 import { world } from "./cases/worlds.js";
 
 const usage = "usage: rekon-guest-build --world WORLD --wit WIT_DIR -o OUT.wasm GUEST.js";
@@ -26,12 +25,12 @@ async function main(): Promise<number> {
     console.error(usage);
     return 2;
   }
-  world(values.world);
+  const { witWorld } = world(values.world);
   const started = Date.now();
   const { component } = await componentize({
     sourcePath: resolve(positionals[0]!),
     witPath: resolve(values.wit),
-    worldName: `rekon:reconcile/${values.world}@${CONTRACT_VERSION}`,
+    worldName: witWorld,
     disableFeatures: [...DISABLED_FEATURES],
   });
   // Written whole, then renamed: a watcher never sees half a module.

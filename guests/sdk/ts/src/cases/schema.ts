@@ -2,33 +2,47 @@
  * A small schema of WIT types, used to read case files (the model's serde form:
  * kebab-case fields, `{case: payload}` or `case` for variants) into the values
  * jco passes a guest (camelCase fields, `{tag, val}` variants, `undefined` for
- * `none`, `bigint` for s64), and to write a guest's values back for comparison.
+ * `none`, `bigint` for s64 and u64), and to write a guest's values back for
+ * comparison. `json` is a string of JSON text (the controller world's objects):
+ * case files write it as a YAML value, as the Rust SDK's `json_text` does.
  */
 
 export type Schema =
   | { kind: "string" }
   | { kind: "bool" }
   | { kind: "s64" }
+  | { kind: "u64" }
+  | { kind: "json" }
+  | { kind: "unit" }
   | { kind: "list"; of: Schema }
   | { kind: "option"; of: Schema }
   | { kind: "tuple"; of: Schema[] }
   | { kind: "enum"; name: string; cases: string[] }
-  | { kind: "record"; name: string; fields: [string, Schema][]; defaults: boolean }
+  | { kind: "record"; name: string; fields: [string, Schema][]; defaults: boolean; required: string[] }
   | { kind: "variant"; name: string; cases: [string, Schema | null][] };
 
 export const string: Schema = { kind: "string" };
 export const bool: Schema = { kind: "bool" };
 export const s64: Schema = { kind: "s64" };
+export const u64: Schema = { kind: "u64" };
+/** JSON text; a case file writes the value itself (or the text as a string). */
+export const json: Schema = { kind: "json" };
+/** No value (`null` in a case file): the input of a function without parameters. */
+export const unit: Schema = { kind: "unit" };
 export const list = (of: Schema): Schema => ({ kind: "list", of });
 export const option = (of: Schema): Schema => ({ kind: "option", of });
 export const tuple = (...of: Schema[]): Schema => ({ kind: "tuple", of });
 export const enumOf = (name: string, cases: string[]): Schema => ({ kind: "enum", name, cases });
-/** A record whose missing fields take their default (serde `#[serde(default)]`). */
-export const record = (name: string, fields: Record<string, Schema>): Schema => ({
+/**
+ * A record whose missing fields take their default (serde `#[serde(default)]`),
+ * but for the `required` ones.
+ */
+export const record = (name: string, fields: Record<string, Schema>, required: string[] = []): Schema => ({
   kind: "record",
   name,
   fields: Object.entries(fields),
   defaults: true,
+  required,
 });
 /** A record whose fields are required, except options (`none` when missing). */
 export const strictRecord = (name: string, fields: Record<string, Schema>): Schema => ({
@@ -36,6 +50,7 @@ export const strictRecord = (name: string, fields: Record<string, Schema>): Sche
   name,
   fields: Object.entries(fields),
   defaults: false,
+  required: [],
 });
 export const variant = (name: string, cases: Record<string, Schema | null>): Schema => ({
   kind: "variant",
@@ -66,7 +81,12 @@ function defaultOf(schema: Schema, path: string): unknown {
     case "bool":
       return false;
     case "s64":
+    case "u64":
       return 0n;
+    case "json":
+      return "";
+    case "unit":
+      return undefined;
     case "list":
       return [];
     case "option":
@@ -96,6 +116,16 @@ export function decode(schema: Schema, value: unknown, path = ""): unknown {
       if (typeof value !== "number" || !Number.isInteger(value))
         throw new SchemaError(path, `expected an integer, got ${show(value)}`);
       return BigInt(value);
+    case "u64": {
+      const n = decode(s64, value, path) as bigint;
+      if (n < 0n || n >= 1n << 64n) throw new SchemaError(path, `expected an unsigned 64-bit integer, got ${show(value)}`);
+      return n;
+    }
+    case "json":
+      return jsonText(value);
+    case "unit":
+      if (value !== null && value !== undefined) throw new SchemaError(path, `expected no value (null), got ${show(value)}`);
+      return undefined;
     case "list":
       if (!Array.isArray(value)) throw new SchemaError(path, `expected a list, got ${show(value)}`);
       return value.map((item, i) => decode(schema.of, item, `${path}[${i}]`));
@@ -128,7 +158,8 @@ function decodeRecord(schema: Extract<Schema, { kind: "record" }>, value: unknow
   for (const [name, field] of schema.fields) {
     const at = path ? `${path}.${name}` : name;
     if (name in value) out[camel(name)] = decode(field, value[name], at);
-    else if (schema.defaults || field.kind === "option") out[camel(name)] = defaultOf(field, at);
+    else if ((schema.defaults && !schema.required.includes(name)) || field.kind === "option")
+      out[camel(name)] = defaultOf(field, at);
     else throw new SchemaError(path, `missing field \`${name}\` of ${schema.name}`);
   }
   return out;
@@ -166,8 +197,19 @@ export function encode(schema: Schema, value: unknown, path = ""): unknown {
       decode(schema, value, path);
       return value;
     case "s64":
-      if (typeof value !== "bigint") throw new SchemaError(path, `expected a bigint (s64), got ${show(value)}`);
+    case "u64":
+      if (typeof value !== "bigint") throw new SchemaError(path, `expected a bigint (${schema.kind}), got ${show(value)}`);
+      decode(schema, value, path);
       return Number(value);
+    case "json":
+      if (typeof value !== "string") throw new SchemaError(path, `expected JSON text (a string), got ${show(value)}`);
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        return value;
+      }
+    case "unit":
+      return undefined;
     case "list":
       if (!Array.isArray(value)) throw new SchemaError(path, `expected an array, got ${show(value)}`);
       return value.map((item, i) => encode(schema.of, item, `${path}[${i}]`));
@@ -198,6 +240,33 @@ export function encode(schema: Schema, value: unknown, path = ""): unknown {
       return caseSchema === null ? tag : { [tag]: encode(caseSchema, value.val, `${path}.${tag}`) };
     }
   }
+}
+
+/**
+ * A case-file value as JSON text: a string stays itself, unless it is JSON
+ * text, which is rewritten like any other value: keys sorted, so texts compare
+ * equal exactly when their values do (as the host compares parsed JSON).
+ */
+function jsonText(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "string") {
+    try {
+      return JSON.stringify(sortKeys(JSON.parse(value)));
+    } catch {
+      return value;
+    }
+  }
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (!isObject(value)) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortKeys(value[key])]),
+  );
 }
 
 /** JSON for messages (bigints as numbers). */

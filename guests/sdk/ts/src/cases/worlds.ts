@@ -1,8 +1,10 @@
 /**
- * Per world: the interface a guest module exports (jco's name for it) and, per
- * decision named in case files, the exported function, the schemas of its input
- * and result, and the projection from the case-file model to its input.
+ * Per world: its name in the WIT package, the interface a guest module exports
+ * (jco's name for it) and, per decision named in case files, the exported
+ * function, the schemas of its input and result, and the projection from the
+ * case-file model to its input.
  */
+import * as controller from "./controller-model.js";
 import * as model from "./model.js";
 import { projectClaimInput, projectPvcInput, type ModelClaimInput, type ModelPvcInput } from "./projection.js";
 import type { Schema } from "./schema.js";
@@ -17,6 +19,8 @@ export interface Decision {
 }
 
 export interface World {
+  /** The world in `wit/`, as componentize-js names it: `rekon:reconcile/pvc-protection@0.2.0`. */
+  witWorld: string;
   /** The export jco expects of a guest module: `pvcDecider`, ... */
   exportName: string;
   decisions: Record<string, Decision>;
@@ -26,6 +30,7 @@ const identity = (input: never): unknown => input;
 
 export const WORLDS: Record<string, World> = {
   "pvc-protection": {
+    witWorld: "rekon:reconcile/pvc-protection@0.2.0",
     exportName: "pvcDecider",
     decisions: {
       decide: {
@@ -37,6 +42,7 @@ export const WORLDS: Record<string, World> = {
     },
   },
   "resource-claim": {
+    witWorld: "rekon:reconcile/resource-claim@0.2.0",
     exportName: "claimDecider",
     decisions: {
       "decide-pod": { fn: "decidePod", input: model.PodInput, result: model.PodDecision, project: identity },
@@ -49,9 +55,19 @@ export const WORLDS: Record<string, World> = {
     },
   },
   "ephemeral-volume": {
+    witWorld: "rekon:reconcile/ephemeral-volume@0.2.0",
     exportName: "volumeDecider",
     decisions: {
       decide: { fn: "decide", input: model.VolumeInput, result: model.VolumeDecision, project: identity },
+    },
+  },
+  // The generic world (0.3.0): a controller as a module.
+  controller: {
+    witWorld: "rekon:reconcile/controller@0.3.0",
+    exportName: "controllerDecider",
+    decisions: {
+      describe: { fn: "describe", input: controller.DescribeInput, result: controller.Description, project: identity },
+      decide: { fn: "decide", input: controller.Input, result: controller.Decision, project: identity },
     },
   },
 };
