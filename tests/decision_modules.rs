@@ -717,7 +717,7 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
         )
         .await;
     setup
-        .status("pvc-protection", Duration::from_secs(10), |s| {
+        .status("pvc-protection", Duration::from_secs(60), |s| {
             s.phase == Some(Phase::Active)
         })
         .await;
@@ -732,13 +732,13 @@ async fn a_shadow_is_promoted_on_evidence_stopped_by_a_difference_and_a_failing_
         )
         .await;
     setup
-        .status("pvc-protection", Duration::from_secs(10), |s| {
+        .status("pvc-protection", Duration::from_secs(60), |s| {
             s.phase == Some(Phase::Shadowing)
         })
         .await;
     setup.released("differs").await;
     let stopped = setup
-        .status("pvc-protection", Duration::from_secs(10), |s| {
+        .status("pvc-protection", Duration::from_secs(60), |s| {
             s.condition(object::PROMOTED)
                 .is_some_and(|c| c.reason == "PromotionStopped")
         })
