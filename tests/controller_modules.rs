@@ -270,9 +270,16 @@ mod pvc_protection_generic {
             modules: vec![module],
             ..ClusterOptions::default()
         };
-        simulate(state, steps(script), options, quick(), Deciders::new(), Arc::new(Journal::new()))
-            .await
-            .expect("simulation runs")
+        simulate(
+            state,
+            steps(script),
+            options,
+            quick(),
+            Deciders::new(),
+            Arc::new(Journal::new()),
+        )
+        .await
+        .expect("simulation runs")
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -292,7 +299,11 @@ mod pvc_protection_generic {
         let fresh = find(&before.objects, "PersistentVolumeClaim", "ns", "fresh").unwrap();
         assert_eq!(finalizers(fresh), [PVC_FINALIZER]);
 
-        let after = run(state, "- delete: {apiVersion: v1, kind: Pod, namespace: ns, name: web}").await;
+        let after = run(
+            state,
+            "- delete: {apiVersion: v1, kind: Pod, namespace: ns, name: web}",
+        )
+        .await;
         after.converged.as_ref().expect("converged");
         assert!(
             find(&after.objects, "PersistentVolumeClaim", "ns", "data").is_none(),

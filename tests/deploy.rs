@@ -333,10 +333,15 @@ fn the_deployment_runs_two_locked_down_replicas_with_probes_and_leader_election(
 #[test]
 fn the_deployment_only_passes_flags_rekon_run_has() {
     let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/cli/src");
-    let run: String = ["cmd/run.rs", "decision_modules.rs", "guests.rs", "module_cache.rs"]
-        .iter()
-        .map(|file| std::fs::read_to_string(cli.join(file)).unwrap())
-        .collect();
+    let run: String = [
+        "cmd/run.rs",
+        "decision_modules.rs",
+        "guests.rs",
+        "module_cache.rs",
+    ]
+    .iter()
+    .map(|file| std::fs::read_to_string(cli.join(file)).unwrap())
+    .collect();
     let deployment: Deployment = find("Deployment");
     let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
     let args = container.args.clone().unwrap();
@@ -344,7 +349,8 @@ fn the_deployment_only_passes_flags_rekon_run_has() {
     for arg in &args[1..] {
         let flag = arg.trim_start_matches("--").split('=').next().unwrap();
         let field = flag.replace('-', "_");
-        let declared = run.contains(&format!("    {field}: ")) || run.contains(&format!("    pub {field}: "));
+        let declared =
+            run.contains(&format!("    {field}: ")) || run.contains(&format!("    pub {field}: "));
         assert!(declared, "rekon run has no --{flag}");
     }
 }

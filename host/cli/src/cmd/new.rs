@@ -99,16 +99,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.world
         );
     }
-    let world = World::named(&args.world).filter(|w| !w.is_generic()).ok_or_else(|| {
-        anyhow::anyhow!(
-            "unknown world `{}`: expected one of {}",
-            args.world,
-            World::dedicated()
-                .map(|w| w.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })?;
+    let world = World::named(&args.world)
+        .filter(|w| !w.is_generic())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "unknown world `{}`: expected one of {}",
+                args.world,
+                World::dedicated()
+                    .map(|w| w.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
     let name = project_name(&args.dir)?;
     let files = match args.lang {
         Lang::Rust => rust_files(world.name(), &name),

@@ -143,10 +143,7 @@ mod tests {
             find("example.com", "foos"),
             Some(json!(["get", "list", "patch", "watch"]))
         );
-        assert_eq!(
-            find("example.com", "foos/status"),
-            Some(json!(["patch"]))
-        );
+        assert_eq!(find("example.com", "foos/status"), Some(json!(["patch"])));
         assert_eq!(find("", "pods"), Some(json!(["get", "list"])));
         assert_eq!(
             find("events.k8s.io", "events"),
