@@ -454,6 +454,55 @@ macro_rules! impl_controller_conversions {
     };
 }
 
+/// Exports a controller module from its plain-Rust logic: `describe()` and
+/// `decide(&Input)` in module `$logic` (a path from the crate root), as the `controller-decider` interface of
+/// `rekon:reconcile/controller@0.3.0`, with the bump allocator (a fresh instance
+/// per decision). For guest crates of this repository (`guests/<name>`, the WIT
+/// at `../../wit`); the crate depends on `wit-bindgen` itself.
+///
+/// ```text
+/// pub mod logic;
+/// rekon_guest::export_controller!(crate::logic);
+/// ```
+#[macro_export]
+macro_rules! export_controller {
+    ($($logic:tt)+) => {
+        #[cfg(target_arch = "wasm32")]
+        mod component {
+            wit_bindgen::generate!({
+                path: "../../wit",
+                world: "rekon:reconcile/controller@0.3.0",
+            });
+
+            $crate::impl_controller_conversions!(
+                exports::rekon::reconcile0_3_0::controller_decider
+            );
+
+            use exports::rekon::reconcile0_3_0::controller_decider::{
+                Decision, Description, Guest, Input,
+            };
+
+            struct Module;
+
+            impl Guest for Module {
+                fn describe() -> Description {
+                    $($logic)+::describe().into()
+                }
+
+                fn decide(input: Input) -> Decision {
+                    $($logic)+::decide(&input.into()).into()
+                }
+            }
+
+            export!(Module);
+
+            /// Each decision runs in a fresh instance: no memory is ever freed.
+            #[global_allocator]
+            static ALLOC: $crate::alloc::BumpAlloc = $crate::alloc::BumpAlloc::new();
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     //! Round trips model → generated → model, with the world's bindings generated

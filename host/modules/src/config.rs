@@ -120,6 +120,26 @@ pub struct ChildPin {
     pub delete: bool,
 }
 
+impl ControllerModuleConfig {
+    /// A controller module serves one version: only its limits are settings.
+    fn settings(&self) -> Settings<'_> {
+        Settings {
+            deadline_ms: self.deadline_ms,
+            memory_mib: self.memory_mib.map(|m| m as u64),
+            mode: Mode::Active,
+            has_shadow: false,
+            has_previous: false,
+            auto_rollback: None,
+            auto_promote: None,
+        }
+    }
+
+    /// The per-decision limits, over the engine defaults.
+    pub fn limits(&self, defaults: Limits) -> Limits {
+        self.settings().limits(defaults)
+    }
+}
+
 impl ScopePin {
     /// The scope in the contract's model, for the comparison.
     pub fn to_scope(&self) -> rekon_contract::controller::Scope {
@@ -392,22 +412,10 @@ impl GuestsConfig {
                 for (name, module) in &modules {
                     check_file_name(&module.module)
                         .map_err(|m| invalid(format!("controllers.{name}.module"), m))?;
-                    if let Some(deadline) = module.deadline_ms
-                        && !(1..=MAX_DEADLINE_MS).contains(&deadline)
-                    {
-                        return Err(invalid(
-                            format!("controllers.{name}.deadlineMs"),
-                            format!("{deadline} is not within 1..={MAX_DEADLINE_MS}"),
-                        ));
-                    }
-                    if let Some(memory) = module.memory_mib
-                        && !(1..=max_memory_mib).contains(&memory)
-                    {
-                        return Err(invalid(
-                            format!("controllers.{name}.memoryMiB"),
-                            format!("{memory} is not within 1..={max_memory_mib}"),
-                        ));
-                    }
+                    module
+                        .settings()
+                        .validate(max_memory_mib)
+                        .map_err(|(field, m)| invalid(format!("controllers.{name}.{field}"), m))?;
                 }
                 controllers = Some(modules);
                 continue;

@@ -181,13 +181,7 @@ pub fn load_dir(
     if let Some(pinned) = config.as_ref().and_then(|c| c.controller_modules()) {
         for (name, entry) in pinned {
             let path = dir.join(&entry.module);
-            let limits = Limits {
-                deadline: entry
-                    .deadline_ms
-                    .map_or(limits.deadline, std::time::Duration::from_millis),
-                memory_bytes: entry.memory_mib.map_or(limits.memory_bytes, |m| m << 20),
-                ..limits
-            };
+            let limits = entry.limits(limits);
             let pin = Pin {
                 name,
                 sha256: &entry.sha256,

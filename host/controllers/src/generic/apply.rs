@@ -47,8 +47,15 @@ impl Generic {
                 .apply_own_write(Cached::new(projected), &primary.resource_version);
             stored.metadata.resource_version.clone().unwrap_or_default()
         };
-        if let Some(metadata) = plan.metadata {
-            let patch = serde_json::json!({ "metadata": metadata });
+        // Metadata first, then status, each on the resourceVersion the one
+        // before returned.
+        let patches = [
+            plan.metadata
+                .map(|metadata| (serde_json::json!({ "metadata": metadata }), false)),
+            plan.status
+                .map(|status| (serde_json::json!({ "status": status }), resolved.has_status)),
+        ];
+        for (patch, status) in patches.into_iter().flatten() {
             match writer
                 .merge_patch(
                     key,
@@ -58,33 +65,11 @@ impl Generic {
                     name,
                     &resource_version,
                     patch,
-                    false,
+                    status,
                 )
                 .await
             {
                 Ok(stored) => resource_version = written(&stored),
-                Err(WriteError::NotFound { .. }) => return Ok(Outcome::Done),
-                Err(err) => return Err(err.into()),
-            }
-        }
-        if let Some(status) = plan.status {
-            let patch = serde_json::json!({ "status": status });
-            match writer
-                .merge_patch(
-                    key,
-                    &api,
-                    &plural,
-                    namespace,
-                    name,
-                    &resource_version,
-                    patch,
-                    resolved.has_status,
-                )
-                .await
-            {
-                Ok(stored) => {
-                    written(&stored);
-                }
                 Err(WriteError::NotFound { .. }) => return Ok(Outcome::Done),
                 Err(err) => return Err(err.into()),
             }
