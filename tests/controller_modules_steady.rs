@@ -51,20 +51,6 @@ fn modules() -> Vec<ControllerModule> {
 
 // ---- the workload: each controller has work to do, then none ----
 
-fn pv(name: &str, phase: &str, deleting: bool, finalizers: &[&str]) -> Value {
-    let mut pv = json!({
-        "apiVersion": "v1", "kind": "PersistentVolume",
-        "metadata": { "name": name, "finalizers": finalizers },
-        "spec": { "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
-                  "hostPath": { "path": format!("/data/{name}") } },
-        "status": { "phase": phase }
-    });
-    if deleting {
-        pv["metadata"]["deletionTimestamp"] = json!(DELETED_AT);
-    }
-    pv
-}
-
 /// A finished Job, `ago` seconds ago, deleted `ttl` seconds after.
 fn job(name: &str, ttl: i64, ago: i64) -> Value {
     let finished =
@@ -78,15 +64,6 @@ fn job(name: &str, ttl: i64, ago: i64) -> Value {
         "status": { "conditions": [{ "type": "Complete", "status": "True",
                                      "lastTransitionTime": finished }] }
     })
-}
-
-fn foo_crd() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../guests/sample-controller/crd.yaml"
-    ))
-    .expect("guests/sample-controller/crd.yaml");
-    serde_yaml::from_str(&text).expect("the Foo CRD is YAML")
 }
 
 fn foo(name: &str, deployment: &str, replicas: i64) -> Value {
