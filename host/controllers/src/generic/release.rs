@@ -295,8 +295,19 @@ mod tests {
         server.faults_injected()["added latency"]
     }
 
-    /// Waits until the server holds the release's first patch.
-    async fn first_patch_held(server: &ApiServer) {
+    /// Releases ours from the PVCs; while the first patch waits at the server,
+    /// someone else changes the finalizers of `name` (a PUT: not held), so the
+    /// patch's resourceVersion is stale when it lands.
+    async fn release_while_changed(
+        server: &ApiServer,
+        client: &Client,
+        name: &str,
+        change: impl FnOnce(&mut Vec<String>),
+    ) -> Result<Released, ReleaseError> {
+        let releasing = tokio::spawn({
+            let client = client.clone();
+            async move { release(&client, &pvcs(), true, &ours()).await }
+        });
         tokio::time::timeout(Duration::from_secs(20), async {
             while patches_received(server) == 0 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -304,6 +315,13 @@ mod tests {
         })
         .await
         .expect("the release sends a patch");
+        let mut object = api(client).get(name).await.unwrap();
+        change(object.metadata.finalizers.get_or_insert_default());
+        api(client)
+            .replace(name, &PostParams::default(), &object)
+            .await
+            .unwrap();
+        releasing.await.unwrap()
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -401,24 +419,11 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_concurrent_update_is_read_again_and_its_finalizer_kept() {
         let (server, client) = serve(patches_held(), vec![pvc("data", &[OURS], false)]).await;
-        let releasing = tokio::spawn({
-            let client = client.clone();
-            async move { release(&client, &pvcs(), true, &ours()).await }
-        });
-        // While our patch waits at the server, someone adds a finalizer (a PUT:
-        // not held), so the patch's resourceVersion is stale.
-        first_patch_held(&server).await;
-        let mut object = api(&client).get("data").await.unwrap();
-        object
-            .metadata
-            .finalizers
-            .get_or_insert_default()
-            .push("example.com/late".into());
-        api(&client)
-            .replace("data", &PostParams::default(), &object)
-            .await
-            .unwrap();
-        let done = releasing.await.unwrap().unwrap();
+        let done = release_while_changed(&server, &client, "data", |finalizers| {
+            finalizers.push("example.com/late".into())
+        })
+        .await
+        .unwrap();
         assert_eq!(done.released, 1);
         assert_eq!(
             finalizers_of(&client, "data").await.unwrap(),
@@ -432,21 +437,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_object_gone_meanwhile_counts_as_released() {
         let (server, client) = serve(patches_held(), vec![pvc("going", &[OURS], true)]).await;
-        let releasing = tokio::spawn({
-            let client = client.clone();
-            async move { release(&client, &pvcs(), true, &ours()).await }
-        });
-        // While our patch waits, someone else clears the finalizers of the
-        // deleting PVC: it is gone before our patch lands (404).
-        first_patch_held(&server).await;
-        let mut object = api(&client).get("going").await.unwrap();
-        object.metadata.finalizers = Some(Vec::new());
-        api(&client)
-            .replace("going", &PostParams::default(), &object)
+        // Someone else clears the finalizers of the deleting PVC: it is gone
+        // before our patch lands (404).
+        let done = release_while_changed(&server, &client, "going", Vec::clear)
             .await
             .unwrap();
         assert_eq!(finalizers_of(&client, "going").await, None);
-        let done = releasing.await.unwrap().unwrap();
         assert_eq!(
             done,
             Released {
