@@ -12,23 +12,9 @@ use rekon_controllers::generic::ControllerModule;
 use rekon_controllers::journal::Journal;
 use rekon_simulate::{ClusterOptions, Deciders, Report, Settle, simulate};
 use rekon_tests::sim::*;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
-
-fn pv(name: &str, phase: &str, deleting: bool, finalizers: &[&str]) -> Value {
-    let mut pv = json!({
-        "apiVersion": "v1", "kind": "PersistentVolume",
-        "metadata": { "name": name, "finalizers": finalizers },
-        "spec": { "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
-                  "hostPath": { "path": format!("/data/{name}") } },
-        "status": { "phase": phase }
-    });
-    if deleting {
-        pv["metadata"]["deletionTimestamp"] = json!(DELETED_AT);
-    }
-    pv
-}
 
 async fn run_modules(state: Vec<Value>, modules: Vec<ControllerModule>, settle: Settle) -> Report {
     let options = ClusterOptions {
@@ -253,66 +239,5 @@ mod pinned_scope {
             matches!(&refused[..], [ControllerModuleError::DigestMismatch { .. }]),
             "{refused:?}"
         );
-    }
-}
-
-/// The dedicated pvc-protection world's end-to-end cases, with the decision
-/// re-expressed on the generic world and the built-in controller off.
-mod pvc_protection_generic {
-    use rekon_simulate::{ClusterOptions, Deciders, simulate};
-
-    use super::*;
-
-    async fn run(state: Vec<Value>, script: &str) -> Report {
-        let module = controller_module("rekon_guest_pvc_protection_generic");
-        let options = ClusterOptions {
-            controllers: "pvc-protection-generic".parse().unwrap(),
-            modules: vec![module],
-            ..ClusterOptions::default()
-        };
-        simulate(
-            state,
-            steps(script),
-            options,
-            quick(),
-            Deciders::new(),
-            Arc::new(Journal::new()),
-        )
-        .await
-        .expect("simulation runs")
-    }
-
-    #[tokio::test(flavor = "multi_thread")]
-    async fn a_pvc_in_use_keeps_its_finalizer_until_its_pod_is_gone_then_goes() {
-        let state = vec![
-            namespace("ns"),
-            deleting_pvc("ns", "data"),
-            pod("ns", "web", "node-a", json!([pvc_volume("v", "data")])),
-            deleting_pvc("ns", "unused"),
-            pvc("ns", "fresh"),
-        ];
-        let before = run(state.clone(), "[]").await;
-        before.converged.as_ref().expect("converged");
-        let data = find(&before.objects, "PersistentVolumeClaim", "ns", "data").expect("in use");
-        assert_eq!(finalizers(data), [PVC_FINALIZER]);
-        assert!(find(&before.objects, "PersistentVolumeClaim", "ns", "unused").is_none());
-        let fresh = find(&before.objects, "PersistentVolumeClaim", "ns", "fresh").unwrap();
-        assert_eq!(finalizers(fresh), [PVC_FINALIZER]);
-
-        let after = run(
-            state,
-            "- delete: {apiVersion: v1, kind: Pod, namespace: ns, name: web}",
-        )
-        .await;
-        after.converged.as_ref().expect("converged");
-        assert!(
-            find(&after.objects, "PersistentVolumeClaim", "ns", "data").is_none(),
-            "released once its pod was gone"
-        );
-        let live_lists = writes(&after.journal)
-            .iter()
-            .filter(|(verb, resource, ..)| verb == "list" && resource == "pods")
-            .count();
-        assert!(live_lists >= 1, "released only after a live list of pods");
     }
 }

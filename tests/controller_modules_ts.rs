@@ -254,25 +254,16 @@ async fn a_job_already_being_deleted_is_left_alone() {
 
 const FOO_API: &str = "samplecontroller.k8s.io/v1alpha1";
 
-fn foo_crd() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../guests/sample-controller/crd.yaml"
-    ))
-    .expect("guests/sample-controller/crd.yaml");
-    serde_yaml::from_str(&text).expect("the Foo CRD is YAML")
-}
-
 fn foo(name: &str, deployment: Option<&str>, replicas: i64) -> Value {
-    let mut foo = json!({
+    let mut object = json!({
         "apiVersion": FOO_API, "kind": "Foo",
         "metadata": { "namespace": "ns", "name": name, "uid": format!("uid-{name}") },
         "spec": { "replicas": replicas }
     });
     if let Some(deployment) = deployment {
-        foo["spec"]["deploymentName"] = json!(deployment);
+        object["spec"]["deploymentName"] = json!(deployment);
     }
-    foo
+    object
 }
 
 /// A Deployment, controlled by the Foo `owner` if given.

@@ -295,3 +295,28 @@ pub fn controller_module(file_stem: &str) -> rekon_controllers::generic::Control
     rekon_controllers::generic::ControllerModule::new(description, Arc::new(guest))
         .expect("a description the host accepts")
 }
+
+/// A PersistentVolume in `phase`, being deleted if `deleting`.
+pub fn pv(name: &str, phase: &str, deleting: bool, finalizers: &[&str]) -> Value {
+    let mut pv = json!({
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": { "name": name, "finalizers": finalizers },
+        "spec": { "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
+                  "hostPath": { "path": format!("/data/{name}") } },
+        "status": { "phase": phase }
+    });
+    if deleting {
+        pv["metadata"]["deletionTimestamp"] = json!(DELETED_AT);
+    }
+    pv
+}
+
+/// The `Foo` CustomResourceDefinition of guests/sample-controller.
+pub fn foo_crd() -> Value {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../guests/sample-controller/crd.yaml"
+    ))
+    .expect("guests/sample-controller/crd.yaml");
+    serde_yaml::from_str(&text).expect("the Foo CRD is YAML")
+}

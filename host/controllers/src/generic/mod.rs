@@ -9,6 +9,7 @@
 //! - [`validate`]: a decision's actions against the scope → the [`validate::Plan`].
 //! - [`pin`]: a description against the scope the operator pinned.
 //! - [`rbac`]: the ClusterRole a module's scope needs (`rekon rbac`).
+//! - [`release`]: a module's finalizers taken off every object (its removal).
 //! - `reads`: the live reads a decision asks for; `apply`: the plan's writes.
 //!
 //! No file of the host names a module's controller: a new controller is a
@@ -23,6 +24,7 @@ pub mod pin;
 pub mod rbac;
 mod reads;
 pub mod relate;
+pub mod release;
 pub mod validate;
 
 use std::collections::HashMap;
