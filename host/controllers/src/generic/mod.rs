@@ -22,14 +22,16 @@ pub mod pin;
 pub mod rbac;
 mod reads;
 pub mod relate;
+pub mod serving;
 pub mod validate;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::Scope;
+use rekon_machinery::queue::WorkQueue;
 use rekon_contract::controller::{Decision, Input, Kind, Related};
 use rekon_contract::{ControllerDecision, ControllerInput, ControllerWorld};
 use serde_json::{Value, json};
@@ -151,6 +153,8 @@ pub struct Generic {
     kinds: HashMap<Kind, Resolved>,
     primary: Arc<Cache<Cached>>,
     watched: Vec<WatchedKind>,
+    /// Its work queue, once the host started it.
+    queue: OnceLock<Arc<WorkQueue<ObjectKey>>>,
 }
 
 impl Generic {
@@ -189,7 +193,21 @@ impl Generic {
             kinds,
             primary: Arc::new(primary),
             watched,
+            queue: OnceLock::new(),
         }
+    }
+
+    /// Decides every primary object again (a new version of the module
+    /// serves); returns how many keys were queued.
+    pub fn reevaluate_all(&self) -> usize {
+        let Some(queue) = self.queue.get() else {
+            return 0;
+        };
+        let keys = self.primary.list();
+        for object in &keys {
+            queue.add(object.key.clone());
+        }
+        keys.len()
     }
 
     fn resolved(&self, kind: &Kind) -> &Resolved {
@@ -326,6 +344,7 @@ impl Reconciler for Generic {
     }
 
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
+        let _ = self.queue.set(watches.queue().clone());
         let description = &self.checked.description;
         let primary_kind = &description.primary;
         let projection = self.checked.primary_projection.clone();
