@@ -81,9 +81,13 @@ struct Setup {
 }
 
 async fn setup(dir: Option<&Path>) -> Setup {
-    let cluster = EmbeddedCluster::start(&ClusterOptions::default())
-        .await
-        .expect("the embedded API server starts");
+    // No admission plugin adds pv-protection's finalizer: only the module does.
+    let cluster = EmbeddedCluster::start(&ClusterOptions {
+        pvc_protection_admission: false,
+        ..ClusterOptions::default()
+    })
+    .await
+    .expect("the embedded API server starts");
     let kubeconfig = tempfile::NamedTempFile::new().unwrap();
     cluster.server.write_kubeconfig(kubeconfig.path()).unwrap();
     let client = cluster.client.clone();
