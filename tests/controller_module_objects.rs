@@ -34,7 +34,11 @@ const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
 const OTHER_FINALIZER: &str = "kubernetes.io/pv-protectioX";
 const MAX_BYTES: u64 = 400 << 10;
 
-async fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
+async fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl AsyncFnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(found) = probe().await {
@@ -100,9 +104,16 @@ async fn setup(dir: Option<&Path>) -> Setup {
     crds.create(&PostParams::default(), &serde_yaml::from_str(&crd).unwrap())
         .await
         .unwrap();
-    wait_for("the DecisionModule API", Duration::from_secs(20), async || {
-        registry::serves(&client, object::API).await.ok().filter(|s| *s)
-    })
+    wait_for(
+        "the DecisionModule API",
+        Duration::from_secs(20),
+        async || {
+            registry::serves(&client, object::API)
+                .await
+                .ok()
+                .filter(|s| *s)
+        },
+    )
     .await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
@@ -243,9 +254,7 @@ impl Setup {
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
         self.apply(name, spec).await;
-        let status = self
-            .status(name, |s| s.phase == Some(Phase::Active))
-            .await;
+        let status = self.status(name, |s| s.phase == Some(Phase::Active)).await;
         assert_eq!(status.active.unwrap().digest, digest.to_string());
         digest
     }
@@ -258,7 +267,10 @@ impl Setup {
                      "hostPath": {"path": format!("/data/{name}")}},
         }))
         .unwrap();
-        self.pvs().create(&PostParams::default(), &pv).await.unwrap();
+        self.pvs()
+            .create(&PostParams::default(), &pv)
+            .await
+            .unwrap();
         if let Some(phase) = phase {
             self.pvs()
                 .patch_status(
@@ -331,7 +343,14 @@ impl Setup {
         wait_for(
             &format!("DecisionModule {name} gone"),
             Duration::from_secs(30),
-            async || self.objects().get_opt(name).await.unwrap().is_none().then_some(()),
+            async || {
+                self.objects()
+                    .get_opt(name)
+                    .await
+                    .unwrap()
+                    .is_none()
+                    .then_some(())
+            },
         )
         .await;
     }
@@ -497,7 +516,10 @@ async fn deleting_the_object_with_release_removes_the_finalizers_and_frees_a_del
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(setup.pv_finalizers("bound").await.is_some(), "a bound PV is protected");
+    assert!(
+        setup.pv_finalizers("bound").await.is_some(),
+        "a bound PV is protected"
+    );
 
     setup.delete_object("pv-protection");
     setup.object_gone("pv-protection").await;

@@ -55,7 +55,7 @@ pub enum Offered {
     /// The version serves already.
     Unchanged,
     /// A new controller, replacing `replaced` when one served under the name.
-    Started { replaced: Option<Replaced> },
+    Started { replaced: Option<Box<Replaced>> },
     /// A new version of the controller serving (same description).
     Published,
     /// A directory module for a name an object serves: not served.
@@ -145,9 +145,11 @@ impl ControllerModules {
                 return Offered::Published;
             }
         }
-        let replaced = entries.remove(&name).map(|old| Replaced {
-            instance: old.instance,
-            description: old.module.checked.description.clone(),
+        let replaced = entries.remove(&name).map(|old| {
+            Box::new(Replaced {
+                instance: old.instance,
+                description: old.module.checked.description.clone(),
+            })
         });
         tracing::info!(controller = %name, module = %loaded.version.path().display(),
             sha256 = %loaded.version.digest(), primary = %loaded.module.checked.description.primary,
@@ -213,7 +215,10 @@ impl ControllerModules {
             })
             .collect();
         for (name, path) in gone {
-            let reason = format!("{} is no longer a controller module of the guests directory", path.display());
+            let reason = format!(
+                "{} is no longer a controller module of the guests directory",
+                path.display()
+            );
             self.withdraw(&name, &reason);
         }
     }
@@ -303,7 +308,8 @@ impl Modules {
                 load_file(modules.loader(), limits, file, Some(pin)).map_err(|e| e.refusal())
             };
             if let Some(previous) = &previous {
-                load(previous).map_err(|r| Refusal::new(r.reason, format!("spec.previous: {r}")))?;
+                load(previous)
+                    .map_err(|r| Refusal::new(r.reason, format!("spec.previous: {r}")))?;
             }
             load(&serving)
         })

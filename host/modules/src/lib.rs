@@ -47,10 +47,10 @@ mod watch;
 
 pub use cache::{CacheError, PrecompiledCache};
 pub use canary::CanaryFailure;
+pub use config::{AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, GuestsConfig, Mode};
 pub use controller_modules::{
     Applied, ControllerModulePlan, Offered, Origin, Replaced, ServingModule, is_controller_name,
 };
-pub use config::{AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, GuestsConfig, Mode};
 pub use digest::{DigestError, ModuleDigest};
 pub use load::{LoadError, Loader};
 pub use manager::{Change, Modules, ModulesError, ModulesOptions, ReloadReport};

@@ -31,9 +31,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::Scope;
-use rekon_machinery::queue::WorkQueue;
 use rekon_contract::controller::{Decision, Input, Kind, Related};
 use rekon_contract::{ControllerDecision, ControllerInput, ControllerWorld};
+use rekon_machinery::queue::WorkQueue;
 use serde_json::{Value, json};
 
 pub use describe::{Checked, DescriptionError, check};

@@ -92,13 +92,14 @@ impl ControllerSet {
     /// A new version was published into `name`'s slot: its controller decides
     /// every primary key again.
     pub fn published(&self, name: &str) {
-        self.modules.send_if_modified(|modules| match modules.get_mut(name) {
-            Some(served) => {
-                served.version += 1;
-                true
-            }
-            None => false,
-        });
+        self.modules
+            .send_if_modified(|modules| match modules.get_mut(name) {
+                Some(served) => {
+                    served.version += 1;
+                    true
+                }
+                None => false,
+            });
     }
 
     /// Stops serving `name`; returns what served.

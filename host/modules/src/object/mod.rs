@@ -17,12 +17,12 @@ mod status;
 mod writer;
 
 pub use fetch::Fetcher;
+pub use removal::FINALIZER;
 pub use resource::{
     ActiveStatus, Condition, ConfigMapKey, DecisionModule, DecisionModuleSpec,
     DecisionModuleStatus, ModuleSource, ObjectName, OnRemoval, Phase, PromotionStatus,
     RolledBackStatus, SecretKey, ShadowStatus, Verify, crd_yaml,
 };
-pub use removal::FINALIZER;
 pub use serve::{API, ObjectOptions, ServingObjects, serve};
 pub use status::{PROMOTED, PULLED, READY, VERIFIED};
 pub use writer::StatusClient;

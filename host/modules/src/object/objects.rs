@@ -356,9 +356,10 @@ impl Objects {
             let (name, version) = (name.to_string(), version.clone());
             async move {
                 let (outcome, applied) = match &target {
-                    Target::World(world) => {
-                        (apply_world(&modules, &fetcher, &object, *world, defaults).await, None)
-                    }
+                    Target::World(world) => (
+                        apply_world(&modules, &fetcher, &object, *world, defaults).await,
+                        None,
+                    ),
                     Target::Controller(controller) => {
                         apply_controller(&modules, &fetcher, &object, &name, controller, defaults)
                             .await
@@ -438,8 +439,12 @@ impl Objects {
     /// predecessor declared: with `onRemoval: Release` they are released from
     /// every primary object.
     fn narrowed(&mut self, name: &str, target: &Target, applied: Applied) {
-        let (Target::Controller(controller), Offered::Started { replaced: Some(old) }) =
-            (target, applied.offered)
+        let (
+            Target::Controller(controller),
+            Offered::Started {
+                replaced: Some(old),
+            },
+        ) = (target, applied.offered)
         else {
             return;
         };
@@ -525,10 +530,9 @@ impl Objects {
             .and_then(|spec| target_of(spec).ok())
             .filter(|target| self.serving.get(target.key()).is_some_and(|s| s == name));
         let (controller_status, declared) = match &target {
-            Some(Target::World(world)) => (
-                self.modules.status().controllers.remove(world.name()),
-                None,
-            ),
+            Some(Target::World(world)) => {
+                (self.modules.status().controllers.remove(world.name()), None)
+            }
             Some(Target::Controller(controller)) => {
                 match self.modules.serving_controller(controller) {
                     Some(serving) => (Some(serving.status), Some(serving.description)),

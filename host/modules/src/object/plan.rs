@@ -76,7 +76,10 @@ pub fn validate(object: &DecisionModule, max_memory_mib: usize) -> Result<Target
         Target::World(world) => {
             let only = "only a controller module's object has it";
             if spec.scope.is_some() {
-                return invalid("scope", &format!("{only} (world {world} has a fixed scope)"));
+                return invalid(
+                    "scope",
+                    &format!("{only} (world {world} has a fixed scope)"),
+                );
             }
             if spec.on_removal.is_some() {
                 return invalid("onRemoval", only);

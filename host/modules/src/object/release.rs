@@ -93,13 +93,11 @@ async fn release_one(
         {
             Ok(_) => return true,
             Err(kube::Error::Api(status)) if status.code == 404 => return true,
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                match api.get_opt(&name).await {
-                    Ok(Some(fresh)) => object = fresh,
-                    Ok(None) => return true,
-                    Err(_) => return false,
-                }
-            }
+            Err(kube::Error::Api(status)) if status.code == 409 => match api.get_opt(&name).await {
+                Ok(Some(fresh)) => object = fresh,
+                Ok(None) => return true,
+                Err(_) => return false,
+            },
             Err(err) => {
                 tracing::warn!(object = %name, error = %err, "cannot release finalizers; the next pass retries");
                 return false;

@@ -134,7 +134,8 @@ impl Removals {
             self.retry,
             self.progress.clone(),
         ));
-        self.running.insert(job.object.clone(), Running { job, task });
+        self.running
+            .insert(job.object.clone(), Running { job, task });
     }
 
     /// Forgets the objects not in `seen` (their releases stop).

@@ -70,8 +70,12 @@ pub fn serve(
         discover(&client, options.discovery_interval).await;
         let resource = ApiResource::erase::<DecisionModule>(&());
         let api: Api<DynamicObject> = Api::all_with(client, &resource);
-        let (mut objects, mut done, mut progress) =
-            Objects::new(modules, fetcher, options.status_client.clone(), options.retry);
+        let (mut objects, mut done, mut progress) = Objects::new(
+            modules,
+            fetcher,
+            options.status_client.clone(),
+            options.retry,
+        );
         let mut events = watcher::watcher(api, watcher::Config::default())
             .default_backoff()
             .boxed();
