@@ -261,7 +261,9 @@ pub fn load_dir(loader: &Loader, limits: Limits, max_memory_mib: usize, dir: &Pa
     };
     paths.sort();
     for path in paths {
-        let is_controller = std::fs::read(&path).is_ok_and(|bytes| exports_controller(&bytes));
+        // Only regular files are read: opening a FIFO named `*.wasm` would wait for a writer.
+        let is_controller = std::fs::metadata(&path).is_ok_and(|m| m.is_file())
+            && std::fs::read(&path).is_ok_and(|bytes| exports_controller(&bytes));
         if is_controller {
             let result = load_controller(loader, limits, &path, None);
             serve(result, &path, &mut refused);
