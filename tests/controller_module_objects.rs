@@ -9,23 +9,23 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolume};
-use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::{Entry, Journal};
 use rekon_controllers::registry;
 use rekon_modules::object::{
-    self, DecisionModule, DecisionModuleSpec, DecisionModuleStatus, FINALIZER, Fetcher,
-    ObjectOptions, Phase, ServingObjects,
+    self, DecisionModule, DecisionModuleStatus, FINALIZER, Fetcher, ObjectOptions, Phase,
+    ServingObjects,
 };
 use rekon_modules::testing::with_custom_section;
 use rekon_modules::{ModuleDigest, Modules, ModulesOptions, WatchOptions, Watching};
 use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
+use rekon_tests::objects::{self, wait_for};
 use serde_json::{Value, json};
 
 const NS: &str = "modules";
@@ -33,24 +33,6 @@ const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// The finalizer of a build of pv-protection patched to declare (and manage) another one.
 const OTHER_FINALIZER: &str = "kubernetes.io/pv-protectioX";
 const MAX_BYTES: u64 = 400 << 10;
-
-async fn wait_for<T>(
-    what: &str,
-    timeout: Duration,
-    mut probe: impl AsyncFnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 fn pv_protection() -> Vec<u8> {
     std::fs::read(built_guest("rekon_guest_pv_protection")).expect("run `make guests`")
@@ -181,17 +163,7 @@ impl Setup {
 
     /// Ships `bytes` in ConfigMap `name`; the module source naming it.
     async fn ship(&self, name: &str, bytes: &[u8]) -> (Value, ModuleDigest) {
-        let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), NS);
-        let map = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            binary_data: Some([("module.wasm".to_string(), ByteString(bytes.to_vec()))].into()),
-            ..ConfigMap::default()
-        };
-        maps.create(&PostParams::default(), &map).await.unwrap();
-        let digest = ModuleDigest::of(bytes);
+        let digest = objects::ship(&self.client, NS, name, bytes).await;
         let source = json!({
             "configMap": {"namespace": NS, "name": name, "key": "module.wasm"},
             "sha256": format!("sha256:{digest}"),
@@ -199,46 +171,16 @@ impl Setup {
         (source, digest)
     }
 
-    /// Creates or replaces DecisionModule `name` with `spec`.
     async fn apply(&self, name: &str, spec: Value) {
-        let spec: DecisionModuleSpec = serde_json::from_value(spec).unwrap();
-        let api = self.objects();
-        match api.get_opt(name).await.unwrap() {
-            Some(mut existing) => {
-                existing.spec = spec;
-                api.replace(name, &PostParams::default(), &existing)
-                    .await
-                    .unwrap();
-            }
-            None => {
-                api.create(&PostParams::default(), &DecisionModule::new(name, spec))
-                    .await
-                    .unwrap();
-            }
-        }
+        objects::apply(&self.client, name, spec).await
     }
 
-    /// Waits for `name`'s status of its current generation to satisfy `done`.
     async fn status(
         &self,
         name: &str,
         done: impl Fn(&DecisionModuleStatus) -> bool,
     ) -> DecisionModuleStatus {
-        let api = self.objects();
-        let mut last = None;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Some(object) = api.get_opt(name).await.unwrap()
-                && let Some(status) = object.status
-            {
-                last = Some(status.clone());
-                if status.observed_generation == object.metadata.generation && done(&status) {
-                    return status;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("{name}: status never matched; last: {last:#?}")
+        objects::status(&self.client, name, Duration::from_secs(60), done).await
     }
 
     /// Serves pv-protection from object `name` (with `extra` spec fields);
@@ -317,6 +259,18 @@ impl Setup {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Waits until each of `pvs` was decided by the version of `digest`.
+    async fn decided_by(&self, pvs: &[&str], digest: &ModuleDigest) {
+        for pv in pvs {
+            wait_for(
+                &format!("PV {pv} decided by {digest}"),
+                Duration::from_secs(20),
+                async || self.decided(pv).contains(&digest.to_string()).then_some(()),
+            )
+            .await;
+        }
     }
 
     fn kubectl(&self, args: &[&str]) -> String {
@@ -466,19 +420,7 @@ async fn a_new_version_decides_every_key_again() {
         })
         .await;
     // Nothing changed on the PVs, yet each is decided by the new version.
-    for pv in ["a", "b", "c"] {
-        wait_for(
-            &format!("PV {pv} decided by the new version"),
-            Duration::from_secs(20),
-            async || {
-                setup
-                    .decided(pv)
-                    .contains(&digest.to_string())
-                    .then_some(())
-            },
-        )
-        .await;
-    }
+    setup.decided_by(&["a", "b", "c"], &digest).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -589,19 +531,7 @@ async fn a_changed_module_file_is_a_new_version_and_a_removed_one_stops() {
     let staged = dir.path().join("pv-protection.wasm.tmp");
     std::fs::write(&staged, &v2).unwrap();
     std::fs::rename(&staged, &file).unwrap();
-    for pv in ["a", "b"] {
-        wait_for(
-            &format!("PV {pv} decided by the new file"),
-            Duration::from_secs(20),
-            async || {
-                setup
-                    .decided(pv)
-                    .contains(&digest.to_string())
-                    .then_some(())
-            },
-        )
-        .await;
-    }
+    setup.decided_by(&["a", "b"], &digest).await;
     assert_eq!(
         setup.modules.status().controllers["pv-protection"]
             .active

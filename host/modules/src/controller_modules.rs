@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use rekon_contract::controller::{Description, Scope};
 use rekon_controllers::generic::serving::ControllerSet;
-use rekon_runtime::{Limits, World};
+use rekon_runtime::Limits;
 
 use crate::digest::ModuleDigest;
 use crate::generic::{DirModules, LoadedController, Pin, load_file};
@@ -360,10 +360,4 @@ impl Modules {
     pub fn serving_controller(&self, name: &str) -> Option<ServingModule> {
         self.controller_modules().serving(name)
     }
-}
-
-/// Whether `name` names a controller module rather than a world: the
-/// dedicated worlds' names are theirs.
-pub fn is_controller_name(name: &str) -> bool {
-    World::dedicated().all(|w| w.name() != name)
 }

@@ -49,7 +49,7 @@ pub use cache::{CacheError, PrecompiledCache};
 pub use canary::CanaryFailure;
 pub use config::{AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, GuestsConfig, Mode};
 pub use controller_modules::{
-    Applied, ControllerModulePlan, Offered, Origin, Replaced, ServingModule, is_controller_name,
+    Applied, ControllerModulePlan, Offered, Origin, Replaced, ServingModule,
 };
 pub use digest::{DigestError, ModuleDigest};
 pub use load::{LoadError, Loader};

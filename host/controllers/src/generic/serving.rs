@@ -293,12 +293,15 @@ async fn serve_one(
             }
             current = next;
         };
-        let reason = if restart {
-            "its description changed"
-        } else {
-            "it is no longer served"
-        };
-        stop(&shared, id, &name, reason).await;
+        // At shutdown the host stops every controller itself (within its grace).
+        if !shared.stopping.load(Ordering::Acquire) {
+            let reason = if restart {
+                "its description changed"
+            } else {
+                "it is no longer served"
+            };
+            stop(&shared, id, &name, reason).await;
+        }
         set.mark(&name, None);
         if !restart {
             return;
