@@ -31,9 +31,12 @@ pub enum ControllerModuleError {
     #[error(transparent)]
     Read(#[from] SourceError),
     #[error(transparent)]
-    Load(#[from] LoadError),
+    Load(Box<LoadError>),
     #[error("{path}: describe failed: {source}")]
-    Describe { path: String, source: RuntimeError },
+    Describe {
+        path: String,
+        source: Box<RuntimeError>,
+    },
     #[error("{path}: {source}")]
     Description {
         path: String,
@@ -67,6 +70,12 @@ pub enum ControllerModuleError {
         name: String,
         other: String,
     },
+}
+
+impl From<LoadError> for ControllerModuleError {
+    fn from(err: LoadError) -> Self {
+        ControllerModuleError::Load(Box::new(err))
+    }
 }
 
 impl ControllerModuleError {
@@ -154,7 +163,7 @@ pub fn load_file(
     let description = version.guest().describe_controller().map_err(|source| {
         ControllerModuleError::Describe {
             path: shown.clone(),
-            source,
+            source: Box::new(source),
         }
     })?;
     if let Some(pin) = &pin {

@@ -368,3 +368,70 @@ async fn stop(shared: &Shared, id: usize, name: &str, reason: &str) {
 fn address(running: &Running) -> usize {
     Arc::as_ptr(&running.controller).cast::<()>() as usize
 }
+
+#[cfg(test)]
+mod tests {
+    use rekon_contract::controller::{Decision, Description, Kind};
+    use rekon_contract::{ControllerDecision, ControllerInput, ControllerWorld};
+
+    use super::*;
+    use crate::decider::{DecideError, Decider, GuestInfo};
+
+    struct Nothing;
+
+    impl Decider<ControllerWorld> for Nothing {
+        fn info(&self) -> GuestInfo {
+            GuestInfo {
+                name: "nothing".into(),
+                digest: "native".into(),
+            }
+        }
+
+        fn decide(&self, _: &str, _: ControllerInput) -> Result<ControllerDecision, DecideError> {
+            Ok(ControllerDecision::Decide(Decision::Actions(Vec::new())))
+        }
+    }
+
+    fn module(name: &str) -> ControllerModule {
+        let description = Description {
+            name: name.into(),
+            primary: Kind::new("", "v1", "PersistentVolume"),
+            ..Description::default()
+        };
+        ControllerModule::new(description, Arc::new(Nothing)).unwrap()
+    }
+
+    #[test]
+    fn a_new_version_keeps_the_instance_and_a_new_description_does_not() {
+        let set = ControllerSet::from(vec![module("a")]);
+        let first = set.get("a").unwrap();
+        assert_eq!(first.version, 1);
+        set.published("a");
+        let published = set.get("a").unwrap();
+        assert_eq!((published.instance, published.version), (first.instance, 2));
+        set.serve(module("a"));
+        assert_ne!(set.get("a").unwrap().instance, first.instance);
+        set.published("gone");
+        assert!(set.get("gone").is_none());
+        assert!(set.remove("a").is_some());
+        assert!(set.modules().is_empty());
+    }
+
+    #[tokio::test]
+    async fn stopped_waits_until_no_host_runs_the_instance() {
+        let set = ControllerSet::default();
+        let instance = set.serve(module("a"));
+        set.mark("a", Some(instance));
+        assert!(set.is_running("a", instance));
+        assert!(
+            !set.stopped("a", instance, Duration::from_millis(50)).await,
+            "still running"
+        );
+        let waiting = tokio::spawn({
+            let set = set.clone();
+            async move { set.stopped("a", instance, Duration::from_secs(10)).await }
+        });
+        set.mark("a", None);
+        assert!(waiting.await.unwrap());
+    }
+}

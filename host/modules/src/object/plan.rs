@@ -279,3 +279,71 @@ async fn fetch(
         None => Ok(None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(spec: serde_json::Value) -> DecisionModule {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "rekon.dev/v1alpha1", "kind": "DecisionModule",
+            "metadata": {"name": "m"}, "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn refusal(spec: serde_json::Value) -> String {
+        let refusal = validate(&object(spec), 256).unwrap_err();
+        assert_eq!(refusal.reason, RefusalReason::InvalidSpec);
+        refusal.message
+    }
+
+    #[test]
+    fn a_name_that_is_no_world_is_a_controller_module_which_needs_a_scope() {
+        let module = serde_json::json!({"configMap": {"namespace": "a", "name": "b", "key": "c"}});
+        let target = validate(
+            &object(serde_json::json!({"world": "pv-protection", "module": module, "scope": {}})),
+            256,
+        )
+        .unwrap();
+        assert_eq!(target, Target::Controller("pv-protection".into()));
+        assert!(
+            refusal(serde_json::json!({"world": "pv-protection", "module": module}))
+                .starts_with("spec.scope: required for controller module \"pv-protection\"")
+        );
+        assert!(
+            refusal(serde_json::json!({"world": "pvc-protection", "module": module, "scope": {}}))
+                .starts_with("spec.scope: only a controller module's object has it")
+        );
+        let wrong = validate(
+            &object(serde_json::json!({"world": "Not_A_Name", "module": module})),
+            256,
+        )
+        .unwrap_err();
+        assert_eq!(wrong.reason, RefusalReason::WrongWorld);
+    }
+
+    #[test]
+    fn a_controller_module_serves_one_version() {
+        let module = serde_json::json!({"configMap": {"namespace": "a", "name": "b", "key": "c"}});
+        for (field, value) in [
+            ("shadow", module.clone()),
+            (
+                "autoPromote",
+                serde_json::json!({"minDecisions": 5, "maxDifferences": 0}),
+            ),
+            (
+                "autoRollback",
+                serde_json::json!({"maxFailureFraction": 0.5, "minDecisions": 5}),
+            ),
+        ] {
+            let mut spec =
+                serde_json::json!({"world": "pv-protection", "module": module, "scope": {}});
+            spec[field] = value;
+            assert!(
+                refusal(spec).starts_with(&format!("spec.{field}: not available")),
+                "{field}"
+            );
+        }
+    }
+}
