@@ -201,8 +201,8 @@ mod pinned_scope {
         let cache = PrecompiledCache::new(engine.compatibility_hash(), None).unwrap();
         let defaults = engine.config().default_limits;
         let loader = Loader::new(engine, cache);
-        let (served, refused) = load_dir(&loader, defaults, 256, dir.path());
-        (served.len(), refused)
+        let found = load_dir(&loader, defaults, 256, dir.path());
+        (found.served.len(), found.refused)
     }
 
     #[test]

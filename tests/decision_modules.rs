@@ -21,18 +21,16 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, ObjectMeta, PostParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::{Api, Client};
 use rekon_controllers::fence::Fence;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::registry::{self, Selection};
 use rekon_modules::object::{
-    self, DecisionModule, DecisionModuleSpec, DecisionModuleStatus, Fetcher, ObjectOptions, Phase,
-    ServingObjects,
+    self, DecisionModule, DecisionModuleStatus, Fetcher, ObjectOptions, Phase, ServingObjects,
 };
 use rekon_modules::testing::with_custom_section;
 use rekon_modules::{
@@ -43,6 +41,7 @@ use rekon_ops::Health;
 use rekon_runtime::World;
 use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
+use rekon_tests::objects::{self, wait_for};
 use serde_json::json;
 
 const NS: &str = "modules";
@@ -140,24 +139,6 @@ fn crd_without_maximum() -> CustomResourceDefinition {
     assert!(deadline.maximum.is_some(), "the CRD caps deadlineMs");
     deadline.maximum = None;
     crd
-}
-
-async fn wait_for<T>(
-    what: &str,
-    timeout: Duration,
-    mut probe: impl AsyncFnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// rekon as `rekon run` wires it: modules from objects only, statuses written
@@ -393,36 +374,12 @@ impl Setup {
 
     /// Ships `bytes` in ConfigMap `name` (key `module.wasm`); returns its digest.
     async fn ship(&self, name: &str, bytes: &[u8]) -> ModuleDigest {
-        let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), NS);
-        let map = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            binary_data: Some([("module.wasm".to_string(), ByteString(bytes.to_vec()))].into()),
-            ..ConfigMap::default()
-        };
-        maps.create(&PostParams::default(), &map).await.unwrap();
-        ModuleDigest::of(bytes)
+        objects::ship(&self.client, NS, name, bytes).await
     }
 
     /// Creates or replaces DecisionModule `name` with `spec`.
     async fn apply(&self, name: &str, spec: serde_json::Value) {
-        let spec: DecisionModuleSpec = serde_json::from_value(spec).unwrap();
-        let api = self.objects();
-        match api.get_opt(name).await.unwrap() {
-            Some(mut existing) => {
-                existing.spec = spec;
-                api.replace(name, &PostParams::default(), &existing)
-                    .await
-                    .unwrap();
-            }
-            None => {
-                api.create(&PostParams::default(), &DecisionModule::new(name, spec))
-                    .await
-                    .unwrap();
-            }
-        }
+        objects::apply(&self.client, name, spec).await
     }
 
     /// Waits for `name`'s status of its current generation to satisfy `done`.
@@ -432,17 +389,7 @@ impl Setup {
         timeout: Duration,
         done: impl Fn(&DecisionModuleStatus) -> bool,
     ) -> DecisionModuleStatus {
-        let api = self.objects();
-        let mut last = None;
-        let found = wait_for_or(timeout, async || {
-            let object = api.get(name).await.ok()?;
-            let status = object.status?;
-            last = Some(status.clone());
-            (status.observed_generation == object.metadata.generation && done(&status))
-                .then_some(status)
-        })
-        .await;
-        found.unwrap_or_else(|| panic!("{name}: status never matched; last: {last:#?}"))
+        objects::status(&self.client, name, timeout, done).await
     }
 
     /// A PVC created and deleted is released (its finalizer removed) by the
@@ -513,17 +460,6 @@ impl Setup {
         let readiness = self.rekon().health.readiness();
         assert!(readiness.is_ready(), "/readyz: {readiness}");
     }
-}
-
-async fn wait_for_or<T>(timeout: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if let Some(found) = probe().await {
-            return Some(found);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    None
 }
 
 /// A PVC with the pvc-protection finalizer (the real server's admission adds

@@ -199,7 +199,7 @@ fn the_cluster_role_grants_exactly_what_the_controllers_use() {
         rule(
             &["rekon.dev"],
             &["decisionmodules"],
-            &["get", "list", "watch"],
+            &["get", "list", "watch", "patch"],
         ),
         rule(
             &["rekon.dev"],

@@ -1,2 +1,3 @@
 pub mod conformance;
+pub mod objects;
 pub mod sim;

@@ -156,7 +156,7 @@ impl Running {
                 let journal = Arc::new(Journal::new());
                 let config = HostConfig {
                     controllers: peer.name.parse()?,
-                    modules: vec![rekon_tests::sim::controller_module(peer.module)],
+                    modules: vec![rekon_tests::sim::controller_module(peer.module)].into(),
                     ..rekon_simulate::host_config(&Deciders::new(), journal.clone())
                 };
                 let host = Host::start(client_for(&env.kubeconfig).await?, config);

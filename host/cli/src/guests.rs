@@ -56,14 +56,10 @@ pub async fn load_all(
     let mut options = options(dir)?;
     options.cache_dir = cache.dir()?;
     let modules = Modules::open(options).await?;
-    let (loaded, refused) = modules.controller_modules();
-    if let Some(refusal) = refused.into_iter().next() {
-        return Err(refusal.into());
+    if let Some(refusal) = modules.controller_refusals().into_iter().next() {
+        anyhow::bail!(refusal);
     }
-    Ok((
-        modules.deciders(),
-        loaded.into_iter().map(|l| l.module).collect(),
-    ))
+    Ok((modules.deciders(), modules.controller_set().modules()))
 }
 
 /// Loads the modules and keeps them current while the returned guard lives:

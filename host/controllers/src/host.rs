@@ -10,17 +10,17 @@ use std::time::{Duration, Instant};
 
 use kube::Client;
 use rekon_machinery::queue::{QueueConfig, WorkQueue};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::context::Context;
 use crate::decider::Deciders;
 use crate::fence::Fence;
-use crate::generic::{ControllerModule, Generic, resolve_all};
+use crate::generic::serving::{self, ControllerSet};
 use crate::journal::Journal;
 use crate::observe::Observer;
 use crate::reconciler::{Builtin, Halt, QueueView, Reconciler, WorkerCount, work};
 use crate::registry::{CONTROLLERS, Registration, Selection, missing_apis};
-use crate::watches::{Feeds, Watches};
+use crate::watches::{Feeds, SyncGate, Watches};
 
 /// How the host runs.
 pub struct HostConfig {
@@ -36,8 +36,9 @@ pub struct HostConfig {
     pub observer: Arc<dyn Observer>,
     /// How often a controller whose API is not served asks discovery again.
     pub discovery_interval: Duration,
-    /// Controller modules to run (each once discovery serves its kinds).
-    pub modules: Vec<ControllerModule>,
+    /// Controller modules to run (each once discovery serves its kinds), as
+    /// the set changes while the host runs.
+    pub modules: ControllerSet,
 }
 
 impl HostConfig {
@@ -50,7 +51,7 @@ impl HostConfig {
             queue: QueueConfig::default(),
             observer,
             discovery_interval: Duration::from_secs(30),
-            modules: Vec::new(),
+            modules: ControllerSet::default(),
         }
     }
 }
@@ -86,28 +87,33 @@ impl Activity {
 
 /// A started controller.
 pub(crate) struct Running {
-    name: &'static str,
-    queue: Arc<dyn QueueView>,
-    workers: Vec<JoinHandle<()>>,
+    pub(crate) name: &'static str,
+    pub(crate) queue: Arc<dyn QueueView>,
+    pub(crate) workers: Vec<JoinHandle<()>>,
     count: Arc<WorkerCount>,
-    controller: Arc<dyn Any + Send + Sync>,
+    pub(crate) controller: Arc<dyn Any + Send + Sync>,
+    /// Set when this controller alone stops: its workers take no new key.
+    pub(crate) retired: Arc<AtomicBool>,
+    /// Its caches and the reflectors it started for itself.
+    pub(crate) gates: Arc<Vec<Arc<dyn SyncGate>>>,
+    pub(crate) reflectors: Vec<AbortHandle>,
 }
 
 /// What the host's tasks share.
 pub(crate) struct Shared {
-    ctx: Arc<Context>,
-    feeds: Feeds,
+    pub(crate) ctx: Arc<Context>,
+    pub(crate) feeds: Feeds,
     deciders: Deciders,
     workers: usize,
     queue: QueueConfig,
     activity: Arc<Activity>,
     /// Set at shutdown: workers take no new key, nothing more starts.
-    stopping: Arc<AtomicBool>,
+    pub(crate) stopping: Arc<AtomicBool>,
     /// Revoked when leadership is gone: no write leaves, reconciles are cancelled.
     fence: Fence,
-    running: Mutex<Vec<Running>>,
+    pub(crate) running: Mutex<Vec<Running>>,
     /// Controllers whose first discovery answer is still outstanding.
-    undiscovered: AtomicUsize,
+    pub(crate) undiscovered: AtomicUsize,
     /// Controllers waiting for their decision module, until it is published.
     waiting: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -138,7 +144,9 @@ pub(crate) fn run<R: Reconciler>(shared: &Shared, controller: Arc<R>) -> Running
     ));
     let mut watches = Watches::new(&shared.feeds, queue.clone());
     controller.watches(&mut watches);
-    let gates = Arc::new(watches.into_gates());
+    let (gates, reflectors) = watches.into_parts();
+    let gates = Arc::new(gates);
+    let retired = Arc::new(AtomicBool::new(false));
     let count = Arc::new(WorkerCount {
         expected: shared.workers.max(1),
         ..WorkerCount::default()
@@ -155,6 +163,7 @@ pub(crate) fn run<R: Reconciler>(shared: &Shared, controller: Arc<R>) -> Running
                 count.clone(),
                 Halt {
                     stopping: shared.stopping.clone(),
+                    retired: retired.clone(),
                     fence: shared.fence.clone(),
                 },
                 on_done.clone(),
@@ -169,6 +178,9 @@ pub(crate) fn run<R: Reconciler>(shared: &Shared, controller: Arc<R>) -> Running
         workers,
         count,
         controller,
+        retired,
+        gates,
+        reflectors,
     }
 }
 
@@ -232,43 +244,6 @@ impl Shared {
                 }
                 Err(err) => {
                     tracing::warn!(controller = registration.name, error = %err, "API discovery failed; asking again");
-                }
-            }
-            if first {
-                first = false;
-                self.undiscovered.fetch_sub(1, Ordering::AcqRel);
-            }
-            tokio::time::sleep(every).await;
-        }
-    }
-
-    /// Waits until the server serves every kind of `module`, then runs it.
-    async fn discover_module_then_start(
-        self: Arc<Self>,
-        module: ControllerModule,
-        every: Duration,
-    ) {
-        let mut first = true;
-        let mut logged = false;
-        loop {
-            match resolve_all(&self.ctx.client, &module).await {
-                Ok(kinds) => {
-                    if !self.stopping.load(Ordering::Acquire) {
-                        let controller = Arc::new(Generic::new(self.ctx.clone(), module, kinds));
-                        let running = run(&self, controller);
-                        self.running.lock().unwrap().push(running);
-                    }
-                    if first {
-                        self.undiscovered.fetch_sub(1, Ordering::AcqRel);
-                    }
-                    return;
-                }
-                Err((kind, err)) => {
-                    if !logged {
-                        tracing::warn!(controller = module.name(), kind = %kind, error = %err, every = ?every,
-                            "controller module not started: the server does not serve a kind it names; asking discovery again periodically");
-                        logged = true;
-                    }
                 }
             }
             if first {
@@ -389,22 +364,12 @@ impl Host {
                 ));
             }
         }
-        for module in config.modules {
-            if !config.controllers.enables(module.name(), module.pinned) {
-                tracing::info!(
-                    controller = module.name(),
-                    pinned = module.pinned,
-                    "controller module not run: --controllers does not select it (an unpinned module runs only when named)"
-                );
-                continue;
-            }
-            shared.undiscovered.fetch_add(1, Ordering::AcqRel);
-            discovery.push(tokio::spawn(
-                shared
-                    .clone()
-                    .discover_module_then_start(module, config.discovery_interval),
-            ));
-        }
+        discovery.push(serving::start(
+            &shared,
+            &config.modules,
+            config.controllers,
+            config.discovery_interval,
+        ));
         Self {
             ctx,
             shared,

@@ -117,6 +117,8 @@ impl Drop for Alive {
 #[derive(Clone, Default)]
 pub(crate) struct Halt {
     pub stopping: Arc<AtomicBool>,
+    /// This controller alone stops (its module went or changed).
+    pub retired: Arc<AtomicBool>,
     pub fence: Fence,
 }
 
@@ -133,13 +135,17 @@ pub(crate) async fn work<R: Reconciler>(
     halt: Halt,
     on_done: Arc<dyn Fn() + Send + Sync>,
 ) {
-    let Halt { stopping, fence } = halt;
+    let Halt {
+        stopping,
+        retired,
+        fence,
+    } = halt;
     let _alive = Alive::new(count);
     for gate in gates.iter() {
         gate.wait_synced().await;
     }
     while let Some(key) = queue.get().await {
-        if stopping.load(Ordering::Acquire) {
+        if stopping.load(Ordering::Acquire) || retired.load(Ordering::Acquire) {
             queue.done(&key);
             break;
         }

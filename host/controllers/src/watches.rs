@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use kube::Client;
 use rekon_machinery::queue::{QueueKey, WorkQueue};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::cache::{Cache, Change, Projection, reflect, reflect_api};
 use crate::context::Context;
@@ -114,6 +114,23 @@ impl Feeds {
         self.gates.lock().unwrap().iter().all(|g| g.is_synced())
     }
 
+    /// Stops the reflectors of a controller that stopped (`reflectors`) and
+    /// forgets its caches (`gates`): readiness no longer waits for them.
+    pub(crate) fn forget(&self, gates: &[Arc<dyn SyncGate>], reflectors: &[AbortHandle]) {
+        reflectors.iter().for_each(AbortHandle::abort);
+        self.reflectors
+            .lock()
+            .unwrap()
+            .retain(|task| !task.is_finished());
+        let same = |a: &Arc<dyn SyncGate>, b: &Arc<dyn SyncGate>| {
+            std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+        };
+        self.gates
+            .lock()
+            .unwrap()
+            .retain(|gate| !gates.iter().any(|g| same(g, gate)));
+    }
+
     /// Stops every reflector.
     pub fn stop(&self) {
         for task in self.reflectors.lock().unwrap().drain(..) {
@@ -127,6 +144,8 @@ pub struct Watches<'a, K> {
     feeds: &'a Feeds,
     queue: Arc<WorkQueue<K>>,
     gates: Vec<Arc<dyn SyncGate>>,
+    /// The reflectors [`Watches::reflect`] started for this controller alone.
+    reflectors: Vec<AbortHandle>,
 }
 
 impl<'a, K: QueueKey> Watches<'a, K> {
@@ -135,7 +154,13 @@ impl<'a, K: QueueKey> Watches<'a, K> {
             feeds,
             queue,
             gates: Vec::new(),
+            reflectors: Vec::new(),
         }
+    }
+
+    /// The controller's queue (to enqueue keys outside its watches).
+    pub fn queue(&self) -> &Arc<WorkQueue<K>> {
+        &self.queue
     }
 
     /// Watches `P`: every change enqueues the keys `keys` returns. The
@@ -178,12 +203,15 @@ impl<'a, K: QueueKey> Watches<'a, K> {
                 queue.add(key);
             }
         }));
+        self.reflectors.push(task.abort_handle());
         self.feeds.reflectors.lock().unwrap().push(task);
         self.feeds.gates.lock().unwrap().push(cache.clone());
         self.gates.push(cache);
     }
 
-    pub(crate) fn into_gates(self) -> Vec<Arc<dyn SyncGate>> {
-        self.gates
+    /// The caches the controller's workers wait for, and the reflectors it
+    /// started for itself (stopped with it, see [`Feeds::forget`]).
+    pub(crate) fn into_parts(self) -> (Vec<Arc<dyn SyncGate>>, Vec<AbortHandle>) {
+        (self.gates, self.reflectors)
     }
 }

@@ -91,13 +91,21 @@ pub struct ControllerModuleConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct ScopePin {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub annotations: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub status_fields: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub delete_primary: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<ChildPin>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub event_reasons: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reads: Vec<KindPin>,
 }
 
@@ -140,7 +148,46 @@ impl ControllerModuleConfig {
     }
 }
 
+impl KindPin {
+    pub fn of(kind: &rekon_contract::controller::Kind) -> Self {
+        Self {
+            group: kind.group.clone(),
+            version: kind.version.clone(),
+            kind: kind.kind.clone(),
+        }
+    }
+
+    pub fn to_kind(&self) -> rekon_contract::controller::Kind {
+        rekon_contract::controller::Kind::new(&self.group, &self.version, &self.kind)
+    }
+}
+
 impl ScopePin {
+    /// A module's declared scope in the API's spelling (a status shows it).
+    pub fn of(scope: &rekon_contract::controller::Scope) -> Self {
+        Self {
+            finalizers: scope.finalizers.clone(),
+            labels: scope.labels.clone(),
+            annotations: scope.annotations.clone(),
+            status_fields: scope.status_fields.clone(),
+            delete_primary: scope.delete_primary,
+            children: scope
+                .children
+                .iter()
+                .map(|c| ChildPin {
+                    group: c.kind.group.clone(),
+                    version: c.kind.version.clone(),
+                    kind: c.kind.kind.clone(),
+                    create: c.create,
+                    update: c.update,
+                    delete: c.delete,
+                })
+                .collect(),
+            event_reasons: scope.event_reasons.clone(),
+            reads: scope.reads.iter().map(|r| KindPin::of(&r.kind)).collect(),
+        }
+    }
+
     /// The scope in the contract's model, for the comparison.
     pub fn to_scope(&self) -> rekon_contract::controller::Scope {
         use rekon_contract::controller::{ChildScope, Kind, ReadScope, Scope};
@@ -165,7 +212,7 @@ impl ScopePin {
                 .reads
                 .iter()
                 .map(|k| ReadScope {
-                    kind: Kind::new(&k.group, &k.version, &k.kind),
+                    kind: k.to_kind(),
                     fields: Vec::new(),
                     // Not pinned: how fresh a list is, and whether it is filtered, widen no write scope.
                     ..Default::default()

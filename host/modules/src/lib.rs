@@ -29,6 +29,7 @@ mod cache;
 mod canary;
 pub mod config;
 mod controller;
+mod controller_modules;
 mod digest;
 pub mod generic;
 mod load;
@@ -47,6 +48,9 @@ mod watch;
 pub use cache::{CacheError, PrecompiledCache};
 pub use canary::CanaryFailure;
 pub use config::{AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, GuestsConfig, Mode};
+pub use controller_modules::{
+    Applied, ControllerModulePlan, Offered, Origin, Replaced, ServingModule,
+};
 pub use digest::{DigestError, ModuleDigest};
 pub use load::{LoadError, Loader};
 pub use manager::{Change, Modules, ModulesError, ModulesOptions, ReloadReport};

@@ -13,6 +13,7 @@ use rekon_runtime::{Engine, EngineConfig, GuestWorld, World};
 use crate::cache::{CacheError, PrecompiledCache};
 use crate::config::Mode;
 use crate::controller::{Controller, Preparation, Trip};
+use crate::controller_modules::ControllerModules;
 use crate::digest::ModuleDigest;
 use crate::load::{LoadError, Loader};
 use crate::observe::{ModulesObserver, NoModulesObserver};
@@ -134,6 +135,8 @@ struct Shared {
     loader: Loader,
     reporter: Reporter,
     controllers: Vec<Arc<Controller>>,
+    /// The controller modules (generic world), by controller name.
+    controller_modules: ControllerModules,
     /// One reload at a time (watch events, periodic rescans, explicit calls).
     reloading: tokio::sync::Mutex<()>,
     /// Reads of the guests directory so far.
@@ -172,6 +175,7 @@ impl Modules {
                 loader: Loader::new(engine, cache),
                 reporter: Reporter::new(options.status_file, options.events),
                 controllers,
+                controller_modules: ControllerModules::default(),
                 reloading: tokio::sync::Mutex::new(()),
                 reloads: AtomicU64::new(0),
             }),
@@ -210,23 +214,18 @@ impl Modules {
         self.shared.loader.engine()
     }
 
-    /// The controller modules of the guests directory, loaded and described
-    /// (see [`crate::generic`]), and the refusals of those that could not be.
-    pub fn controller_modules(
-        &self,
-    ) -> (
-        Vec<crate::generic::LoadedController>,
-        Vec<crate::generic::ControllerModuleError>,
-    ) {
-        match self.dir() {
-            Some(dir) => crate::generic::load_dir(
-                &self.shared.loader,
-                self.engine().config().default_limits,
-                self.engine().config().max_memory_bytes >> 20,
-                dir,
-            ),
-            None => (Vec::new(), Vec::new()),
-        }
+    pub(crate) fn loader(&self) -> &Loader {
+        &self.shared.loader
+    }
+
+    pub(crate) fn controller_modules(&self) -> &ControllerModules {
+        &self.shared.controller_modules
+    }
+
+    /// Why controller modules of the guests directory were refused at its
+    /// last read (see [`crate::generic`]), one message each.
+    pub fn controller_refusals(&self) -> Vec<String> {
+        self.shared.controller_modules.refusals()
     }
 
     /// The slots of every world, for the host.
@@ -243,15 +242,16 @@ impl Modules {
         self.deciders().get::<W>().expect("a controller per world")
     }
 
+    /// Every world's and every controller module's status, by name.
     pub fn status(&self) -> Status {
-        Status {
-            controllers: self
-                .shared
+        let mut controllers = self.shared.controller_modules.status();
+        controllers.extend(
+            self.shared
                 .controllers
                 .iter()
-                .map(|c| (c.world().name().to_string(), c.status()))
-                .collect(),
-        }
+                .map(|c| (c.world().name().to_string(), c.status())),
+        );
+        Status { controllers }
     }
 
     /// The tally of the shadow currently running beside `world`'s active version.
@@ -291,6 +291,7 @@ impl Modules {
             Err(panic) => Err(panicked("reading the guests directory", panic)),
         };
         let mut changes = Vec::new();
+        self.reload_controller_modules().await;
         match plan {
             Err(reason) => {
                 for controller in &self.shared.controllers {
@@ -327,6 +328,28 @@ impl Modules {
         }
         self.refresh_status();
         ReloadReport { changes }
+    }
+
+    /// Reads the guests directory's controller modules again: new files
+    /// and versions serve, files gone stop serving.
+    async fn reload_controller_modules(&self) {
+        let Some(dir) = self.shared.dir.clone() else {
+            return;
+        };
+        let shared = self.shared.clone();
+        let config = self.engine().config();
+        let (limits, max_mib) = (config.default_limits, config.max_memory_bytes >> 20);
+        let found = tokio::task::spawn_blocking(move || {
+            crate::generic::load_dir(&shared.loader, limits, max_mib, &dir)
+        })
+        .await;
+        match found {
+            Ok(found) => self.shared.controller_modules.dir_loaded(found),
+            Err(panic) => tracing::error!(
+                error = %panicked("reading the guests directory's controller modules", panic),
+                "controller modules not reloaded; the next change or rescan retries"
+            ),
+        }
     }
 
     fn controller(&self, world: World) -> &Arc<Controller> {
@@ -488,12 +511,13 @@ impl Modules {
     }
 
     /// Keeps in memory only the precompiled versions that serve or may serve.
-    fn retain_cache(&self) {
+    pub(crate) fn retain_cache(&self) {
         let keep: Vec<ModuleDigest> = self
             .shared
             .controllers
             .iter()
             .flat_map(|c| c.kept_digests())
+            .chain(self.shared.controller_modules.kept_digests())
             .collect();
         self.shared.loader.cache().retain(&keep);
     }

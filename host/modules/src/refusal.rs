@@ -35,6 +35,12 @@ pub enum RefusalReason {
     DuplicateWorld,
     /// This build was rolled back automatically before.
     RolledBackBefore,
+    /// A controller module's description is not one the host can run.
+    InvalidDescription,
+    /// A controller module describes another controller than the object names.
+    WrongController,
+    /// A controller module asks for more than the scope its object pins.
+    ScopeNotAllowed,
     /// Loading panicked.
     Internal,
 }
@@ -59,6 +65,9 @@ impl RefusalReason {
             RefusalReason::CanaryFailed => "CanaryFailed",
             RefusalReason::DuplicateWorld => "DuplicateWorld",
             RefusalReason::RolledBackBefore => "RolledBackBefore",
+            RefusalReason::InvalidDescription => "InvalidDescription",
+            RefusalReason::WrongController => "WrongController",
+            RefusalReason::ScopeNotAllowed => "ScopeNotAllowed",
             RefusalReason::Internal => "Internal",
         }
     }

@@ -20,7 +20,7 @@ pub struct VersionStatus {
     pub contract: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ControllerStatus {
     /// The version whose decisions are applied.

@@ -252,7 +252,7 @@ pub async fn simulate_each(
         cluster.client.clone(),
         HostConfig {
             controllers: options.controllers.clone(),
-            modules: options.modules.clone(),
+            modules: options.modules.clone().into(),
             ..host_config(&deciders, journal.clone())
         },
     );

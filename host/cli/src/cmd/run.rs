@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use kube::Client;
 use kube::config::KubeConfigOptions;
 use rekon_apiserver::KubeletMode;
-use rekon_controllers::generic::ControllerModule;
+use rekon_controllers::generic::serving::ControllerSet;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::registry::{self, Selection};
@@ -100,24 +100,26 @@ fn default_metrics_addr(embedded: bool) -> std::net::SocketAddr {
     (ip, 8080).into()
 }
 
-/// The controller modules of the guests directory (every `*.wasm` exporting
-/// the generic `controller` world). A module that cannot be served is logged
-/// with its file and reason; the others run. `--controllers` may name them.
-fn load_controller_modules(
+/// The controller modules to run: those of the guests directory (every
+/// `*.wasm` exporting the generic `controller` world; a module that cannot be
+/// served is logged with its file and reason, the others run), kept current
+/// while rekon runs, and those `DecisionModule` objects bring (`objects`).
+/// `--controllers` may name them; a name no module has is an error unless
+/// objects may still bring it.
+fn controller_modules(
     modules: &rekon_modules::Modules,
     selection: &Selection,
-) -> anyhow::Result<Vec<ControllerModule>> {
-    let (loaded, refused) = modules.controller_modules();
-    for refusal in &refused {
-        tracing::error!(error = %refusal, "controller module refused");
+    objects: bool,
+) -> anyhow::Result<ControllerSet> {
+    let set = modules.controller_set();
+    let names: Vec<String> = set.modules().iter().map(|m| m.name().to_string()).collect();
+    match selection.check_known(names.iter().map(String::as_str)) {
+        Err(err) if objects => tracing::warn!(error = %err,
+            "--controllers names a controller no module serves yet; a DecisionModule may bring it"),
+        Err(err) => return Err(err.into()),
+        Ok(()) => {}
     }
-    for module in &loaded {
-        tracing::info!(controller = module.module.name(), file = %module.path.display(),
-            primary = %module.module.checked.description.primary, "controller module loaded");
-    }
-    let loaded: Vec<ControllerModule> = loaded.into_iter().map(|l| l.module).collect();
-    selection.check_known(loaded.iter().map(ControllerModule::name))?;
-    Ok(loaded)
+    Ok(set)
 }
 
 fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
@@ -179,7 +181,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         objects,
     )
     .await?;
-    let controller_modules = load_controller_modules(&modules, &args.controllers)?;
+    let controller_modules = controller_modules(&modules, &args.controllers, objects)?;
     let leader = crate::decision_modules::LeaderClient::default();
     let cache_dir = args.modules.cache.dir()?;
     let _objects = crate::decision_modules::serve(
@@ -206,7 +208,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for controller in registry::names() {
         metrics.register_controller(controller);
     }
-    for module in &controller_modules {
+    for module in controller_modules.modules() {
         metrics.register_controller(module.name());
     }
     let start_host = {

@@ -184,7 +184,8 @@ fn check_kind(kind: &Kind) -> Result<(), String> {
     Ok(())
 }
 
-fn is_dns_label(name: &str) -> bool {
+/// Whether `name` is a lowercase DNS label (what a controller is named by).
+pub fn is_dns_label(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
         && name

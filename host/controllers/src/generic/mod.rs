@@ -25,16 +25,18 @@ pub mod rbac;
 mod reads;
 pub mod relate;
 pub mod release;
+pub mod serving;
 pub mod validate;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::Scope;
 use rekon_contract::controller::{Decision, Input, Kind, Related};
 use rekon_contract::{ControllerDecision, ControllerInput, ControllerWorld};
+use rekon_machinery::queue::WorkQueue;
 use serde_json::{Value, json};
 
 pub use describe::{Checked, DescriptionError, check};
@@ -155,6 +157,8 @@ pub struct Generic {
     primary: Arc<Cache<Cached>>,
     watched: Vec<WatchedKind>,
     live: live::LiveLists,
+    /// Its work queue, once the host started it.
+    queue: OnceLock<Arc<WorkQueue<ObjectKey>>>,
 }
 
 impl Generic {
@@ -194,7 +198,21 @@ impl Generic {
             primary: Arc::new(primary),
             watched,
             live: live::LiveLists::default(),
+            queue: OnceLock::new(),
         }
+    }
+
+    /// Decides every primary object again (a new version of the module
+    /// serves); returns how many keys were queued.
+    pub fn reevaluate_all(&self) -> usize {
+        let Some(queue) = self.queue.get() else {
+            return 0;
+        };
+        let keys = self.primary.list();
+        for object in &keys {
+            queue.add(object.key.clone());
+        }
+        keys.len()
     }
 
     fn resolved(&self, kind: &Kind) -> &Resolved {
@@ -331,6 +349,7 @@ impl Reconciler for Generic {
     }
 
     fn watches(self: &Arc<Self>, watches: &mut Watches<'_, ObjectKey>) {
+        let _ = self.queue.set(watches.queue().clone());
         let description = &self.checked.description;
         let primary_kind = &description.primary;
         let projection = self.checked.primary_projection.clone();

@@ -1,4 +1,5 @@
-//! From a `DecisionModule` to a [`ControllerPlan`]: check the spec as
+//! From a `DecisionModule` to a [`ControllerPlan`] (a built-in world) or a
+//! [`ControllerModulePlan`] (a controller module): check the spec as
 //! guests.yaml is checked, fetch every module it names, and compose what
 //! serves, shadows and backs up.
 
@@ -6,30 +7,111 @@ use futures::FutureExt;
 use rekon_runtime::{Limits, World};
 
 use crate::config::{Mode, Settings};
+use crate::controller_modules::ControllerModulePlan;
 use crate::object::fetch::Fetcher;
-use crate::object::resource::{DecisionModule, DecisionModuleSpec, ModuleSource, RolledBackStatus};
+use crate::object::resource::{
+    DecisionModule, DecisionModuleSpec, ModuleSource, OnRemoval, RolledBackStatus,
+};
 use crate::refusal::{Refusal, RefusalReason};
 use crate::source::{ControllerPlan, ModuleFile, PlannedModules};
 
-/// The world an object names, or why it names none.
-pub fn world_of(spec: &DecisionModuleSpec) -> Result<World, Refusal> {
-    World::named(&spec.world).ok_or_else(|| {
-        let known: Vec<String> = World::dedicated().map(|w| w.name().to_string()).collect();
-        Refusal::new(
-            RefusalReason::WrongWorld,
-            format!(
-                "spec.world: `{}` is not a world of this host (it has {})",
-                spec.world,
-                known.join(", ")
-            ),
-        )
-    })
+/// What an object serves: a built-in world, or a controller module.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    World(World),
+    /// The controller module describing itself by this name.
+    Controller(String),
+}
+
+impl Target {
+    /// The name one object per target serves: the world's or the controller's.
+    pub fn key(&self) -> &str {
+        match self {
+            Target::World(world) => world.name(),
+            Target::Controller(name) => name,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::World(world) => write!(f, "world {world}"),
+            Target::Controller(name) => write!(f, "controller module {name}"),
+        }
+    }
+}
+
+/// What an object serves, or why it names nothing this host serves.
+pub fn target_of(spec: &DecisionModuleSpec) -> Result<Target, Refusal> {
+    if let Some(world) = World::dedicated().find(|w| w.name() == spec.world) {
+        return Ok(Target::World(world));
+    }
+    if rekon_controllers::generic::describe::is_dns_label(&spec.world) {
+        return Ok(Target::Controller(spec.world.clone()));
+    }
+    let known: Vec<String> = World::dedicated().map(|w| w.name().to_string()).collect();
+    Err(Refusal::new(
+        RefusalReason::WrongWorld,
+        format!(
+            "spec.world: `{}` is neither a world of this host (it has {}) nor a controller \
+             module's name (a lowercase DNS label)",
+            spec.world,
+            known.join(", ")
+        ),
+    ))
 }
 
 /// Checks `object`'s spec (what serde cannot check) without fetching anything.
-pub fn validate(object: &DecisionModule, max_memory_mib: usize) -> Result<World, Refusal> {
+pub fn validate(object: &DecisionModule, max_memory_mib: usize) -> Result<Target, Refusal> {
     let spec = &object.spec;
-    let world = world_of(spec)?;
+    let target = target_of(spec)?;
+    let invalid = |field: &str, message: &str| {
+        Err(Refusal::new(
+            RefusalReason::InvalidSpec,
+            format!("spec.{field}: {message}"),
+        ))
+    };
+    match &target {
+        Target::World(world) => {
+            let only = "only a controller module's object has it";
+            if spec.scope.is_some() {
+                return invalid(
+                    "scope",
+                    &format!("{only} (world {world} has a fixed scope)"),
+                );
+            }
+            if spec.on_removal.is_some() {
+                return invalid("onRemoval", only);
+            }
+        }
+        Target::Controller(name) => {
+            if spec.scope.is_none() {
+                return invalid(
+                    "scope",
+                    &format!(
+                        "required for controller module {name:?}: the scope it may use \
+                         (`rekon rbac` prints what a module declares)"
+                    ),
+                );
+            }
+            // One version serves a controller module: no shadow, no automatic change.
+            let single = "not available for controller modules (one version serves; \
+                          `mode: rollback` serves `previous`)";
+            if spec.mode == Mode::Shadow {
+                return invalid("mode", &format!("shadow is {single}"));
+            }
+            if spec.shadow.is_some() {
+                return invalid("shadow", single);
+            }
+            if spec.auto_promote.is_some() {
+                return invalid("autoPromote", single);
+            }
+            if spec.auto_rollback.is_some() {
+                return invalid("autoRollback", single);
+            }
+        }
+    }
     settings(spec)
         .validate(max_memory_mib)
         .map_err(|(field, message)| {
@@ -38,7 +120,40 @@ pub fn validate(object: &DecisionModule, max_memory_mib: usize) -> Result<World,
                 format!("spec.{field}: {message}"),
             )
         })?;
-    Ok(world)
+    Ok(target)
+}
+
+/// A controller module object's removal policy.
+pub fn on_removal(spec: &DecisionModuleSpec) -> OnRemoval {
+    spec.on_removal.unwrap_or_default()
+}
+
+/// Fetches the modules of a validated controller module object: `module`
+/// serves (`previous` in mode rollback); `previous` is checked too.
+pub async fn plan_controller(
+    object: &DecisionModule,
+    name: &str,
+    fetcher: &Fetcher,
+    defaults: Limits,
+) -> Result<ControllerModulePlan, Refusal> {
+    let spec = &object.spec;
+    let previous = fetch(fetcher, "spec.previous", spec.previous.as_ref())
+        .boxed()
+        .await?;
+    let (serving, previous) = match (spec.mode, previous) {
+        (Mode::Rollback, Some(previous)) => (previous, None),
+        (_, previous) => {
+            let module = fetcher.fetch("spec.module", &spec.module).boxed().await?;
+            (module, previous)
+        }
+    };
+    Ok(ControllerModulePlan {
+        name: name.to_string(),
+        serving,
+        previous,
+        limits: settings(spec).limits(defaults),
+        scope: spec.scope.clone().unwrap_or_default().to_scope(),
+    })
 }
 
 fn settings(spec: &DecisionModuleSpec) -> Settings<'_> {
@@ -162,5 +277,73 @@ async fn fetch(
     match source {
         Some(source) => fetcher.fetch(field, source).boxed().await.map(Some),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(spec: serde_json::Value) -> DecisionModule {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "rekon.dev/v1alpha1", "kind": "DecisionModule",
+            "metadata": {"name": "m"}, "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn refusal(spec: serde_json::Value) -> String {
+        let refusal = validate(&object(spec), 256).unwrap_err();
+        assert_eq!(refusal.reason, RefusalReason::InvalidSpec);
+        refusal.message
+    }
+
+    #[test]
+    fn a_name_that_is_no_world_is_a_controller_module_which_needs_a_scope() {
+        let module = serde_json::json!({"configMap": {"namespace": "a", "name": "b", "key": "c"}});
+        let target = validate(
+            &object(serde_json::json!({"world": "pv-protection", "module": module, "scope": {}})),
+            256,
+        )
+        .unwrap();
+        assert_eq!(target, Target::Controller("pv-protection".into()));
+        assert!(
+            refusal(serde_json::json!({"world": "pv-protection", "module": module}))
+                .starts_with("spec.scope: required for controller module \"pv-protection\"")
+        );
+        assert!(
+            refusal(serde_json::json!({"world": "pvc-protection", "module": module, "scope": {}}))
+                .starts_with("spec.scope: only a controller module's object has it")
+        );
+        let wrong = validate(
+            &object(serde_json::json!({"world": "Not_A_Name", "module": module})),
+            256,
+        )
+        .unwrap_err();
+        assert_eq!(wrong.reason, RefusalReason::WrongWorld);
+    }
+
+    #[test]
+    fn a_controller_module_serves_one_version() {
+        let module = serde_json::json!({"configMap": {"namespace": "a", "name": "b", "key": "c"}});
+        for (field, value) in [
+            ("shadow", module.clone()),
+            (
+                "autoPromote",
+                serde_json::json!({"minDecisions": 5, "maxDifferences": 0}),
+            ),
+            (
+                "autoRollback",
+                serde_json::json!({"maxFailureFraction": 0.5, "minDecisions": 5}),
+            ),
+        ] {
+            let mut spec =
+                serde_json::json!({"world": "pv-protection", "module": module, "scope": {}});
+            spec[field] = value;
+            assert!(
+                refusal(spec).starts_with(&format!("spec.{field}: not available")),
+                "{field}"
+            );
+        }
     }
 }

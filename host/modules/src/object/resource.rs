@@ -7,12 +7,14 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{AutoPromote, AutoRollback, MAX_COUNT, MAX_DEADLINE_MS, MAX_MEMORY_MIB, Mode};
+use crate::config::{
+    AutoPromote, AutoRollback, KindPin, MAX_COUNT, MAX_DEADLINE_MS, MAX_MEMORY_MIB, Mode, ScopePin,
+};
 
 /// A sha256 as `sha256:<hex>` or bare hex.
 const SHA256_PATTERN: &str = "^(sha256:)?[0-9a-f]{64}$";
 
-/// One world's module: the spec of a `DecisionModule`.
+/// One world's module, or one controller module: the spec of a `DecisionModule`.
 #[derive(CustomResource, Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[kube(
     group = "rekon.dev",
@@ -23,7 +25,7 @@ const SHA256_PATTERN: &str = "^(sha256:)?[0-9a-f]{64}$";
     shortname = "dm",
     status = "DecisionModuleStatus",
     derive = "PartialEq",
-    doc = "Which WebAssembly module decides for one rekon world, pulled, verified and rolled out by every rekon replica",
+    doc = "Which WebAssembly module decides for one rekon world, or runs as one controller, pulled, verified and rolled out by every rekon replica",
     printcolumn(name = "World", type_ = "string", json_path = ".spec.world"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Digest", type_ = "string", json_path = ".status.active.digest"),
@@ -45,7 +47,9 @@ const SHA256_PATTERN: &str = "^(sha256:)?[0-9a-f]{64}$";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionModuleSpec {
-    /// The world it decides for: `pvc-protection`, `resource-claim`, ... One object per world.
+    /// The world it decides for: `pvc-protection`, `resource-claim`, ...; any
+    /// other name is a controller module's (the name its `describe` gives),
+    /// which then needs `scope`. One object per world or controller.
     #[schemars(length(min = 1, max = 63))]
     pub world: String,
     /// The module: in mode `active` it serves, in mode `shadow` it is the candidate.
@@ -73,6 +77,27 @@ pub struct DecisionModuleSpec {
     /// In mode `shadow`: make the candidate active once it agreed often enough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_promote: Option<AutoPromote>,
+    /// A controller module's pinned scope (required for one): a version whose
+    /// description asks for more is refused (`ScopeNotAllowed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ScopePin>,
+    /// A controller module's finalizers when the object is deleted, or when a
+    /// new version no longer declares one: `Release` (default; removed from
+    /// every primary object before the object goes) or `Keep`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_removal: Option<OnRemoval>,
+}
+
+/// What becomes of a controller module's finalizers on the objects it
+/// protected, once it no longer serves them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum OnRemoval {
+    /// rekon removes them from every primary object; the `DecisionModule`
+    /// (held by rekon's finalizer) goes once none remains.
+    #[default]
+    Release,
+    /// They stay, for another controller to honour.
+    Keep,
 }
 
 /// Where a module's bytes come from: an OCI image, or a ConfigMap key.
@@ -153,6 +178,8 @@ pub enum Phase {
     RolledBack,
     /// Refused: see the `Ready` condition. Whatever served before keeps serving.
     Rejected,
+    /// Deleted: the controller stopped, its finalizers are being released.
+    Releasing,
 }
 
 impl Phase {
@@ -164,6 +191,7 @@ impl Phase {
             Phase::Active => "Active",
             Phase::RolledBack => "RolledBack",
             Phase::Rejected => "Rejected",
+            Phase::Releasing => "Releasing",
         }
     }
 }
@@ -194,6 +222,20 @@ pub struct DecisionModuleStatus {
     /// `Ready`, `Pulled`, `Verified`, `Promoted`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// A controller module's primary kind, as the serving version describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<KindPin>,
+    /// The scope the serving controller module declares (within `spec.scope`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ScopePin>,
+    /// Finalizer names being released from every primary object (`onRemoval:
+    /// Release`, the object deleted or a version no longer declaring them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub releasing: Vec<String>,
+    /// Primary objects still carrying one of `releasing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = MAX_COUNT))]
+    pub remaining: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]

@@ -18,7 +18,7 @@ use crate::manager::Modules;
 use crate::object::fetch::Fetcher;
 use crate::object::objects::Objects;
 use crate::object::resource::DecisionModule;
-use crate::object::writer::{StatusClient, StatusWriter};
+use crate::object::writer::StatusClient;
 
 /// The API group and version that must be served (discovery) for objects to be watched.
 pub const API: &str = "rekon.dev/v1alpha1";
@@ -70,8 +70,12 @@ pub fn serve(
         discover(&client, options.discovery_interval).await;
         let resource = ApiResource::erase::<DecisionModule>(&());
         let api: Api<DynamicObject> = Api::all_with(client, &resource);
-        let writer = StatusWriter::start(options.status_client.clone());
-        let (mut objects, mut done) = Objects::new(modules, fetcher, writer, options.retry);
+        let (mut objects, mut done, mut progress) = Objects::new(
+            modules,
+            fetcher,
+            options.status_client.clone(),
+            options.retry,
+        );
         let mut events = watcher::watcher(api, watcher::Config::default())
             .default_backoff()
             .boxed();
@@ -95,6 +99,7 @@ pub fn serve(
                     }
                 },
                 Some(finished) = done.recv() => objects.finished(finished),
+                Some(report) = progress.recv() => objects.progress(report),
                 _ = tick.tick() => {}
             }
             if listing.is_none() {

@@ -29,6 +29,9 @@ pub enum Outcome {
         rolled_back: Option<RolledBackStatus>,
     },
     Refused(Refusal),
+    /// A controller module's object is deleted: its controller stopped, its
+    /// removal policy runs (the message says how far).
+    Releasing(String),
 }
 
 /// Whether a refusal happened while fetching (else while checking the bytes).
@@ -126,6 +129,10 @@ pub fn compute(
             }
             (Phase::Rejected, conditions)
         }
+        Outcome::Releasing(message) => (
+            Phase::Releasing,
+            vec![condition(READY, Some(false), "Releasing", message.clone())],
+        ),
         Outcome::Applied { promoted, .. } => {
             let fetched = condition(PULLED, Some(true), "Pulled", "every module fetched".into());
             let verified = condition(
@@ -232,6 +239,7 @@ pub fn compute(
         rolled_back,
         promotion,
         conditions,
+        ..DecisionModuleStatus::default()
     }
 }
 
