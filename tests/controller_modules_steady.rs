@@ -142,7 +142,7 @@ async fn the_four_controller_modules_send_no_write_for_30_s_once_settled() {
         cluster.client.clone(),
         HostConfig {
             controllers,
-            modules,
+            modules: modules.into(),
             ..host_config(&Deciders::new(), journal.clone())
         },
     );

@@ -612,7 +612,7 @@ async fn child(row: Row) -> Measured {
     if row.decider == DeciderKind::Module {
         let module = controller_module(row.workload.module());
         config.controllers = module.name().parse().expect("a controller name");
-        config.modules = vec![module];
+        config.modules = vec![module].into();
     }
     let baseline_kib = proc_status_kib("VmRSS:");
     let started = Instant::now();
