@@ -2,11 +2,12 @@
 //! `kubernetes.io/pvc-protection` to every PVC not being deleted; remove it
 //! from a deleting PVC only when no pod can use it — first by the cached pods
 //! the index names, then, before any removal, by a live list of the
-//! namespace's pods (the cache alone never proves "unused", §1.5).
+//! namespace's pods that name it and a live get of the pod that owns it (the
+//! cache alone never proves "unused", §1.5).
 
 use rekon_guest::controller::{
-    Action, Decision, Description, Freshness, Input, Kind, ListRequest, Mapping, Object,
-    ReadRequest, ReadScope, Scope, Watch,
+    Action, Decision, Description, Freshness, GetRequest, Input, Kind, ListRequest, Mapping,
+    Object, ReadRequest, ReadScope, Scope, Watch,
 };
 use serde_json::Value;
 
@@ -66,16 +67,46 @@ pub fn decide(input: &Input) -> Decision {
     if any_pod_uses(cached, &pvc) {
         return Decision::Actions(Vec::new());
     }
-    let Some(live) = input.reads.iter().find(|r| r.request.kind() == &pods()) else {
-        return Decision::Read(vec![ReadRequest::List(ListRequest {
-            kind: pods(),
-            ..ListRequest::default()
-        })]);
-    };
-    if any_pod_uses(live.objects.iter(), &pvc) {
+    if input.reads.is_empty() {
+        return Decision::Read(live_reads(&pvc));
+    }
+    let live = input.reads.iter().flat_map(|r| &r.objects);
+    if any_pod_uses(live, &pvc) {
         return Decision::Actions(Vec::new());
     }
     Decision::Actions(vec![Action::RemoveFinalizer(FINALIZER.into())])
+}
+
+/// The live reads before a removal: the pods that name the PVC (the host
+/// gives only those, `related-only`), and the pod that owns it, if one does:
+/// an ephemeral volume's PVC (`<pod>-<volume>`) is named by no pod field the
+/// index could follow, so its owner is read by name.
+pub fn live_reads(pvc: &Object) -> Vec<ReadRequest> {
+    let mut reads = vec![ReadRequest::List(ListRequest {
+        kind: pods(),
+        ..ListRequest::default()
+    })];
+    if let Some(owner) = pod_owner(pvc) {
+        reads.push(ReadRequest::Get(GetRequest {
+            kind: pods(),
+            name: owner.to_string(),
+        }));
+    }
+    reads
+}
+
+/// The name of the pod controlling `pvc`, if a pod does.
+fn pod_owner(pvc: &Object) -> Option<&str> {
+    pvc.get("metadata.ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| {
+            r.get("controller").and_then(Value::as_bool) == Some(true)
+                && r.get("kind").and_then(Value::as_str) == Some("Pod")
+                && r.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        })?
+        .get("name")?
+        .as_str()
 }
 
 fn any_pod_uses<'a>(pods: impl Iterator<Item = &'a String>, pvc: &Object) -> bool {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rekon_guest::cases::{parse, read_dir, run_all};
 use rekon_guest::controller::{
-    Action, Decision, Input, Kind, ListRequest, ReadRequest, ReadResult, Related,
+    Action, Decision, Input, Kind, Object, ReadRequest, ReadResult, Related,
 };
 use rekon_guest::model::{Pod, PvcAction, PvcDecision, PvcInput, VolumeSource};
 use rekon_guest_pvc_protection_generic::logic;
@@ -55,27 +55,42 @@ fn generic_input(input: &PvcInput) -> Input {
             kind: pods(),
             objects: input.cached_pods.iter().map(pod).collect(),
         }],
+        // The dedicated world's live list holds every pod of the namespace:
+        // the module's list answer and its get of the owner both come from it.
         reads: input
             .live_pods
             .iter()
-            .map(|live| ReadResult {
-                request: ReadRequest::List(ListRequest {
-                    kind: pods(),
-                    ..ListRequest::default()
-                }),
-                objects: live.iter().map(pod).collect(),
+            .flat_map(|live| {
+                live_reads(input).into_iter().map(|request| {
+                    let objects = match &request {
+                        ReadRequest::Get(get) => live
+                            .iter()
+                            .filter(|p| p.meta.name == get.name)
+                            .map(pod)
+                            .collect(),
+                        ReadRequest::List(_) => live.iter().map(pod).collect(),
+                    };
+                    ReadResult { request, objects }
+                })
             })
             .collect(),
         now: "2026-11-26T00:00:00Z".into(),
     }
 }
 
-fn generic_decision(decision: PvcDecision) -> Decision {
+/// What the module asks to read for `input`'s PVC.
+fn live_reads(input: &PvcInput) -> Vec<ReadRequest> {
+    let primary = generic_input(&PvcInput {
+        live_pods: None,
+        ..input.clone()
+    })
+    .primary;
+    logic::live_reads(&Object::parse(&primary).expect("the adapter's PVC"))
+}
+
+fn generic_decision(input: &PvcInput, decision: PvcDecision) -> Decision {
     match decision {
-        PvcDecision::NeedLivePods => Decision::Read(vec![ReadRequest::List(ListRequest {
-            kind: pods(),
-            ..ListRequest::default()
-        })]),
+        PvcDecision::NeedLivePods => Decision::Read(live_reads(input)),
         PvcDecision::Actions(actions) => Decision::Actions(
             actions
                 .into_iter()
@@ -98,7 +113,7 @@ fn the_dedicated_worlds_cases_hold_through_the_adapter() {
         let input: PvcInput = parse(&case.input).map_err(|e| format!("input: {e}"))?;
         let expect: PvcDecision = parse(&case.expect).map_err(|e| format!("expect: {e}"))?;
         let got = logic::decide(&generic_input(&input));
-        let want = generic_decision(expect);
+        let want = generic_decision(&input, expect);
         if got != want {
             return Err(format!("expected {want:?}\n      got {got:?}"));
         }

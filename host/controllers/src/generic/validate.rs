@@ -443,13 +443,15 @@ fn child_to_create(
     if !namespace.is_empty() {
         metadata.insert("namespace".into(), json!(namespace));
     }
-    let primary = seen.primary;
+    // The primary's kind from the description: a cached copy from a list has
+    // no apiVersion or kind (list items carry none).
+    let primary_kind = &scope.description.primary;
     metadata.insert(
         "ownerReferences".into(),
         json!([{
-            "apiVersion": primary.get("apiVersion").cloned().unwrap_or(Value::Null),
-            "kind": primary.get("kind").cloned().unwrap_or(Value::Null),
-            "name": primary.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+            "apiVersion": primary_kind.api_version(),
+            "kind": primary_kind.kind,
+            "name": seen.primary.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
             "uid": primary_uid,
             "controller": true,
             "blockOwnerDeletion": true,
@@ -551,7 +553,10 @@ mod tests {
     }
 
     fn plan_of(actions: &[Action]) -> Result<Plan, Refusal> {
-        let primary = foo();
+        // As a list gives it: items carry no apiVersion or kind.
+        let mut primary = foo();
+        primary.as_object_mut().unwrap().remove("apiVersion");
+        primary.as_object_mut().unwrap().remove("kind");
         let seen = Seen {
             key: "ns/foo",
             primary: &primary,
@@ -726,6 +731,11 @@ mod tests {
         };
         assert_eq!(object["metadata"]["namespace"], "ns");
         assert_eq!(object["metadata"]["ownerReferences"][0]["uid"], "foo-uid");
+        assert_eq!(
+            object["metadata"]["ownerReferences"][0]["apiVersion"], "example.com/v1alpha1",
+            "the primary's kind from the description: a listed copy has none"
+        );
+        assert_eq!(object["metadata"]["ownerReferences"][0]["kind"], "Foo");
         assert_eq!(object["metadata"]["ownerReferences"][0]["controller"], true);
         assert!(matches!(&plan.children[1], ChildWrite::Update { name, .. } if name == "web"));
     }
