@@ -94,3 +94,117 @@ fn versions_of_different_worlds_are_refused() {
         "{stderr}"
     );
 }
+
+fn rekon_diff(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rekon"))
+        .arg("diff")
+        .args(args)
+        .output()
+        .expect("run rekon diff")
+}
+
+/// N of the summary line's "N decisions agreed".
+fn agreed(stdout: &str) -> u64 {
+    stdout
+        .rsplit(": ")
+        .next()
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {stdout}"))
+}
+
+fn workspace_path(relative: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(relative)
+}
+
+#[test]
+fn over_case_inputs_each_differing_case_is_printed_under_its_name() {
+    let cases = workspace_path("guests/pvc-protection/cases");
+    let (old, new) = (
+        built_guest("rekon_guest_pvc_protection"),
+        built_guest("rekon_guest_misbehaving"),
+    );
+    let out = rekon_diff(&[
+        "--old".as_ref(),
+        old.as_os_str(),
+        "--new".as_ref(),
+        new.as_os_str(),
+        "--cases".as_ref(),
+        cases.as_os_str(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The misbehaving guest never asks for live pods.
+    assert!(
+        stdout.contains("(decide): - old, + new\n- need-live-pods\n+ actions: []"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("--- {}/", cases.display())),
+        "{stdout}"
+    );
+
+    let out = rekon_diff(&[
+        "--old".as_ref(),
+        old.as_os_str(),
+        "--new".as_ref(),
+        old.as_os_str(),
+        "--cases".as_ref(),
+        cases.as_os_str(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(agreed(&stdout) > 5, "every case is compared: {stdout}");
+    assert!(
+        stdout.contains("decisions agreed, 0 differed, 0 failed"),
+        "{stdout}"
+    );
+}
+
+/// The generic world: the old controller module runs on the state, the new one
+/// in its shadow; both descriptions are compared too.
+#[test]
+fn identical_controller_module_versions_agree_over_a_simulation() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("pvs.yaml");
+    std::fs::write(
+        &state,
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\n\
+         spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/pv1}}\n",
+    )
+    .unwrap();
+    let script = dir.path().join("script.yaml");
+    std::fs::write(
+        &script,
+        "- delete: {apiVersion: v1, kind: PersistentVolume, name: pv1}\n",
+    )
+    .unwrap();
+    let module = built_guest("rekon_guest_pv_protection");
+    let out = rekon_diff(&[
+        "--old".as_ref(),
+        module.as_os_str(),
+        "--new".as_ref(),
+        module.as_os_str(),
+        "--state".as_ref(),
+        state.as_os_str(),
+        "--script".as_ref(),
+        script.as_os_str(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The description, adding the finalizer, and releasing the deleted PV.
+    assert!(agreed(&stdout) >= 3, "{stdout}");
+    assert!(stdout.contains("0 differed, 0 failed"), "{stdout}");
+}

@@ -302,3 +302,76 @@ fn bad_input_names_the_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn controller_module_cases_pass() {
+    shipped_cases_pass("rekon_guest_pv_protection", "guests/pv-protection/cases");
+    shipped_cases_pass(
+        "rekon_guest_sample_controller_ts",
+        "guests/sample-controller/cases",
+    );
+}
+
+/// A deleting, unbound PV: pv-protection releases it.
+const DELETING_PV: &str = r#"
+primary:
+  apiVersion: v1
+  kind: PersistentVolume
+  metadata: {name: pv1, uid: u1, resourceVersion: "3", deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: [kubernetes.io/pv-protection]}
+  status: {phase: Released}
+now: "2026-11-26T00:00:01Z"
+"#;
+
+#[test]
+fn eval_describes_a_controller_module_and_decides_one_input() {
+    let guest = built_guest("rekon_guest_pv_protection");
+    // `describe` takes no input.
+    let out = rekon(&[
+        "eval",
+        "--guest",
+        path_str(&guest),
+        "--decision",
+        "describe",
+    ]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let description: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(description["name"], "pv-protection");
+    assert_eq!(description["primary"]["kind"], "PersistentVolume");
+    assert_eq!(
+        description["scope"]["finalizers"],
+        serde_json::json!(["kubernetes.io/pv-protection"])
+    );
+    assert!(
+        text(&out.stderr).contains("exports rekon:reconcile@0.3.0"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("pv.yaml");
+    std::fs::write(&input, DELETING_PV).unwrap();
+    let out = rekon(&[
+        "eval",
+        "--guest",
+        path_str(&guest),
+        "--decision",
+        "decide",
+        "--input",
+        path_str(&input),
+    ]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        decision,
+        serde_json::json!({"actions": [{"remove-finalizer": "kubernetes.io/pv-protection"}]})
+    );
+
+    // `decide` does take one.
+    let out = rekon(&["eval", "--guest", path_str(&guest), "--decision", "decide"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("`decide` decides on an input: pass --input FILE"),
+        "{}",
+        text(&out.stderr)
+    );
+}
