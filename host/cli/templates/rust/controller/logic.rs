@@ -99,8 +99,9 @@ pub fn decide(input: &Input) -> Decision {
             0
         }
         Some(deployment) => {
-            let replicas_differ = replicas
-                .is_some_and(|r| deployment.pointer("/spec/replicas").and_then(Value::as_i64) != Some(r));
+            let replicas_differ = replicas.is_some_and(|r| {
+                deployment.pointer("/spec/replicas").and_then(Value::as_i64) != Some(r)
+            });
             let image_differs = deployment
                 .pointer("/spec/template/spec/containers/0/image")
                 .and_then(Value::as_str)
@@ -119,7 +120,11 @@ pub fn decide(input: &Input) -> Decision {
                 .unwrap_or(0)
         }
     };
-    if app.pointer("/status/availableReplicas").and_then(Value::as_i64) != Some(available) {
+    if app
+        .pointer("/status/availableReplicas")
+        .and_then(Value::as_i64)
+        != Some(available)
+    {
         let status = json!({ "availableReplicas": available });
         writes.push(Action::PatchStatus(status.to_string()));
     }
@@ -135,7 +140,10 @@ pub fn decide(input: &Input) -> Decision {
 
 /// The string at a JSON pointer, or "".
 fn text<'a>(object: &'a Value, pointer: &str) -> &'a str {
-    object.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// The pod spec of the Deployment: one container running the App's image.
@@ -218,7 +226,10 @@ mod tests {
         let object: Value = serde_json::from_str(object).unwrap();
         assert_eq!(object["metadata"]["name"], "web");
         assert_eq!(object["spec"]["replicas"], 2);
-        assert_eq!(object["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.27");
+        assert_eq!(
+            object["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:1.27"
+        );
         assert!(matches!(created.last(), Some(Action::Event(e)) if e.reason == SYNCED));
 
         let steady = input(app("nginx:1.27", 2, 2), &[deployment("nginx:1.27", 2, 2)]);
@@ -227,7 +238,10 @@ mod tests {
 
     #[test]
     fn the_deployment_follows_the_app_and_the_status_follows_the_deployment() {
-        let scaled = actions(decide(&input(app("nginx:1.27", 3, 2), &[deployment("nginx:1.27", 2, 2)])));
+        let scaled = actions(decide(&input(
+            app("nginx:1.27", 3, 2),
+            &[deployment("nginx:1.27", 2, 2)],
+        )));
         let Some(Action::UpdateChild(update)) = scaled.first() else {
             panic!("{scaled:?}");
         };
@@ -235,8 +249,14 @@ mod tests {
         let patch: Value = serde_json::from_str(&update.patch).unwrap();
         assert_eq!(patch["spec"]["replicas"], 3);
 
-        let available = actions(decide(&input(app("nginx:1.27", 2, 0), &[deployment("nginx:1.27", 2, 1)])));
-        assert_eq!(available[0], Action::PatchStatus(r#"{"availableReplicas":1}"#.into()));
+        let available = actions(decide(&input(
+            app("nginx:1.27", 2, 0),
+            &[deployment("nginx:1.27", 2, 1)],
+        )));
+        assert_eq!(
+            available[0],
+            Action::PatchStatus(r#"{"availableReplicas":1}"#.into())
+        );
     }
 
     #[test]
