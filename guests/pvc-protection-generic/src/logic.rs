@@ -5,8 +5,8 @@
 //! namespace's pods (the cache alone never proves "unused", §1.5).
 
 use rekon_guest::controller::{
-    Action, Decision, Description, Input, Kind, ListRequest, Mapping, Object, ReadRequest,
-    ReadScope, Scope, Watch,
+    Action, Decision, Description, Freshness, Input, Kind, ListRequest, Mapping, Object,
+    ReadRequest, ReadScope, Scope, Watch,
 };
 use serde_json::Value;
 
@@ -36,6 +36,14 @@ pub fn describe() -> Description {
             reads: vec![ReadScope {
                 kind: pods(),
                 fields: pod_fields(),
+                // A deleting PVC gains no new pods (the scheduler and kubelet
+                // refuse it), so a list issued after its deleting copy was
+                // observed shows every pod that can still use it: the PVCs of a
+                // namespace share one list, as the dedicated world's do.
+                freshness: Freshness::AfterObserved,
+                // Only the pods that name the PVC, as the dedicated world's
+                // live list gives (not every pod of the namespace).
+                related_only: true,
             }],
             ..Scope::default()
         },

@@ -77,6 +77,20 @@ pub struct ChildScope {
 pub struct ReadScope {
     pub kind: Kind,
     pub fields: Vec<String>,
+    pub freshness: Freshness,
+    /// Lists give only what the watch of this kind relates to the primary.
+    pub related_only: bool,
+}
+
+/// How fresh a live list must be (see `wit/controller.wit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Freshness {
+    /// Issued after the host took the key (upstream's rule).
+    #[default]
+    AfterDequeue,
+    /// Issued after the host observed the primary copy, shared by the keys of a namespace.
+    AfterObserved,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -397,8 +411,11 @@ macro_rules! impl_controller_conversions {
         $crate::__rekon_record!($($v)::+::ChildScope, $crate::controller::ChildScope {
             kind: one, create: one, update: one, delete: one,
         });
+        $crate::__rekon_variant!($($v)::+::Freshness, $crate::controller::Freshness {
+            ; AfterDequeue, AfterObserved
+        });
         $crate::__rekon_record!($($v)::+::ReadScope, $crate::controller::ReadScope {
-            kind: one, fields: one,
+            kind: one, fields: one, freshness: one, related_only: one,
         });
         $crate::__rekon_record!($($v)::+::Scope, $crate::controller::Scope {
             finalizers: one, labels: one, annotations: one, status_fields: one,
@@ -567,6 +584,8 @@ mod tests {
                 reads: vec![ReadScope {
                     kind: kind(),
                     fields: vec!["spec".into()],
+                    freshness: Freshness::AfterObserved,
+                    related_only: true,
                 }],
             },
         };

@@ -167,6 +167,8 @@ impl ScopePin {
                 .map(|k| ReadScope {
                     kind: Kind::new(&k.group, &k.version, &k.kind),
                     fields: Vec::new(),
+                    // Not pinned: how fresh a list is, and whether it is filtered, widen no write scope.
+                    ..Default::default()
                 })
                 .collect(),
         }

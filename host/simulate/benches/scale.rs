@@ -10,7 +10,9 @@
 //! `make bench-scale` (after `make guests`). Environment:
 //! - `SCALE_MAX_N` (default 50000): skip rows with more objects;
 //! - `SCALE_WORKLOADS` (comma list of workload names, default all);
-//! - `SCALE_DECIDERS` (`wasm,native` by default);
+//! - `SCALE_DECIDERS` (`wasm,native,module` by default; `module`: the workload's
+//!   controller module on the generic world, e.g. pvc-protection-generic for the
+//!   release workloads, with no built-in controller);
 //! - `SCALE_TIMEOUT` seconds per row (default 600);
 //! - `SCALE_SERVER_GC=1`: run the embedded cluster's garbage collector and kubelet too;
 //! - `SCALE_WRAP`: a command prefix for the host child (`{row}`: the row's name), e.g.
@@ -28,8 +30,11 @@ use http::{Method, Request};
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rekon_apiserver::KubeletMode;
-use rekon_contract::{EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld};
+use rekon_contract::{
+    ControllerWorld, EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld,
+};
 use rekon_controllers::decider::{Decider, GuestInfo, Native, Slot};
+use rekon_controllers::generic::ControllerModule;
 use rekon_controllers::host::Host;
 use rekon_controllers::journal::Journal;
 use rekon_controllers::observe::{DecisionFailure, Observer};
@@ -57,14 +62,26 @@ enum Workload {
     Claims,
     /// N pods with an ephemeral volume: one PVC created for each.
     Ephemeral,
+    /// N deleting, unbound PersistentVolumes (controller module pv-protection).
+    PvRelease,
+    /// N PersistentVolumes without the finalizer (pv-protection).
+    PvProtect,
+    /// N finished Jobs whose TTL has passed (ttl-after-finished).
+    Ttl,
+    /// N Foos without their Deployment (sample-controller).
+    Foo,
 }
 
-const WORKLOADS: [Workload; 5] = [
+const WORKLOADS: [Workload; 9] = [
     Workload::Release1Ns,
     Workload::Release100Ns,
     Workload::Protect,
     Workload::Claims,
     Workload::Ephemeral,
+    Workload::PvRelease,
+    Workload::PvProtect,
+    Workload::Ttl,
+    Workload::Foo,
 ];
 
 impl Workload {
@@ -75,7 +92,33 @@ impl Workload {
             Self::Protect => "protect",
             Self::Claims => "claims",
             Self::Ephemeral => "ephemeral",
+            Self::PvRelease => "pv-release",
+            Self::PvProtect => "pv-protect",
+            Self::Ttl => "ttl",
+            Self::Foo => "foo",
         }
+    }
+
+    /// The controller module a `module` row runs for this workload (its
+    /// `rekon_guest_<stem>.wasm`, built by `make guests`).
+    fn module(self) -> &'static str {
+        match self {
+            Self::Release1Ns | Self::Release100Ns | Self::Protect => {
+                "rekon_guest_pvc_protection_generic"
+            }
+            Self::Claims | Self::Ephemeral => "",
+            Self::PvRelease | Self::PvProtect => "rekon_guest_pv_protection",
+            Self::Ttl => "rekon_guest_ttl_after_finished_ts",
+            Self::Foo => "rekon_guest_sample_controller_ts",
+        }
+    }
+
+    /// Whether only a controller module runs this workload (no dedicated world does).
+    fn module_only(self) -> bool {
+        matches!(
+            self,
+            Self::PvRelease | Self::PvProtect | Self::Ttl | Self::Foo
+        )
     }
 
     /// The controller the workload exercises, and the fewest API requests per unit of
@@ -92,6 +135,24 @@ impl Workload {
             Self::Ephemeral => (
                 "ephemeral-volume",
                 &[("create persistentvolumeclaims", 1.0)],
+            ),
+            Self::PvRelease | Self::PvProtect => {
+                ("pv-protection", &[("patch persistentvolumes", 1.0)])
+            }
+            // Upstream reads the Job again before it deletes it, and so does the module.
+            Self::Ttl => (
+                "ttl-after-finished",
+                &[("get jobs", 1.0), ("delete jobs", 1.0)],
+            ),
+            // The Deployment, the Foo's status (availableReplicas 0 where there was
+            // none), and the one `Synced` Event of a sync that wrote something.
+            Self::Foo => (
+                "sample-controller",
+                &[
+                    ("create deployments", 1.0),
+                    ("patch foos/status", 1.0),
+                    ("create events", 1.0),
+                ],
             ),
         }
     }
@@ -136,7 +197,19 @@ impl Workload {
                 }
                 Self::Claims => objects.push(claim_pod(&ns(i), i)),
                 Self::Ephemeral => objects.push(ephemeral_pod(&ns(i), i)),
+                Self::PvRelease => objects.push(pv(i, &[PV_FINALIZER], true)),
+                Self::PvProtect => objects.push(pv(i, &[], false)),
+                Self::Ttl => objects.push(expired_job(&ns(i), i)),
+                Self::Foo => objects.push(foo(&ns(i), i)),
             }
+        }
+        if self == Self::Foo {
+            let crd = std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../guests/sample-controller/crd.yaml"
+            ))
+            .expect("guests/sample-controller/crd.yaml");
+            objects.insert(0, serde_yaml::from_str(&crd).expect("the Foo CRD"));
         }
         if self == Self::Claims {
             objects.push(json!({
@@ -152,7 +225,8 @@ impl Workload {
     fn cached_objects(self, n: usize) -> usize {
         match self {
             Self::Release1Ns | Self::Release100Ns | Self::Claims | Self::Ephemeral => 2 * n,
-            Self::Protect => n,
+            Self::Protect | Self::PvRelease | Self::PvProtect | Self::Ttl => n,
+            Self::Foo => 2 * n,
         }
     }
 
@@ -193,8 +267,84 @@ impl Workload {
                     .then_some(())
                     .ok_or(format!("{pvcs} of {n} ephemeral PVCs created"))
             }
+            Self::PvRelease => {
+                let left = of_kind("PersistentVolume").count();
+                (left == 0)
+                    .then_some(())
+                    .ok_or(format!("{left} of {n} PVs not released"))
+            }
+            Self::PvProtect => {
+                let protected = of_kind("PersistentVolume")
+                    .filter(|o| {
+                        o["metadata"]["finalizers"]
+                            .as_array()
+                            .is_some_and(|f| f.iter().any(|f| f == PV_FINALIZER))
+                    })
+                    .count();
+                (protected == n)
+                    .then_some(())
+                    .ok_or(format!("{protected} of {n} PVs protected"))
+            }
+            // Deleted in the foreground: without the cluster's garbage collector a
+            // Job keeps its `foregroundDeletion` finalizer, deleting.
+            Self::Ttl => {
+                let left = of_kind("Job")
+                    .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+                    .count();
+                (left == 0)
+                    .then_some(())
+                    .ok_or(format!("{left} of {n} expired Jobs not deleted"))
+            }
+            Self::Foo => {
+                let deployments = of_kind("Deployment").count();
+                let statuses = of_kind("Foo")
+                    .filter(|o| !o["status"]["availableReplicas"].is_null())
+                    .count();
+                (deployments == n && statuses == n)
+                    .then_some(())
+                    .ok_or(format!(
+                        "{deployments} Deployments and {statuses} Foo statuses of {n}"
+                    ))
+            }
         }
     }
+}
+
+const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
+
+fn pv(i: usize, finalizers: &[&str], deleting: bool) -> Value {
+    let mut pv = json!({
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": format!("pv-{i}"), "finalizers": finalizers},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "hostPath": {"path": format!("/data/pv-{i}")}},
+        "status": {"phase": "Released"}
+    });
+    if deleting {
+        pv["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    }
+    pv
+}
+
+/// A Job that completed in 2026-01 with a TTL of one minute: expired.
+fn expired_job(ns: &str, i: usize) -> Value {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"namespace": ns, "name": format!("job-{i}")},
+        "spec": {"ttlSecondsAfterFinished": 60,
+                 "template": {"spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "c", "image": "i"}]}}},
+        "status": {"conditions": [{"type": "Complete", "status": "True",
+                                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    })
+}
+
+fn foo(ns: &str, i: usize) -> Value {
+    json!({
+        "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+        "metadata": {"namespace": ns, "name": format!("foo-{i}")},
+        "spec": {"deploymentName": format!("foo-{i}"), "replicas": 1}
+    })
 }
 
 fn pvc(ns: &str, name: &str, deleting: bool) -> Value {
@@ -244,6 +394,8 @@ fn ephemeral_pod(ns: &str, i: usize) -> Value {
 enum DeciderKind {
     Wasm,
     Native,
+    /// The workload's controller module (the generic world), no built-in controller.
+    Module,
 }
 
 impl DeciderKind {
@@ -251,6 +403,17 @@ impl DeciderKind {
         match self {
             Self::Wasm => "wasm",
             Self::Native => "native",
+            Self::Module => "module",
+        }
+    }
+
+    /// Whether a row of `workload` runs with this decider.
+    fn runs(self, workload: Workload) -> bool {
+        match self {
+            Self::Module => !workload.module().is_empty(),
+            // The ephemeral-volume logic has no native build.
+            Self::Native => !workload.module_only() && workload != Workload::Ephemeral,
+            Self::Wasm => !workload.module_only(),
         }
     }
 
@@ -259,6 +422,7 @@ impl DeciderKind {
             Arc<dyn Decider<PvcProtectionWorld>>,
             Arc<dyn Decider<ResourceClaimWorld>>,
         ) = match self {
+            Self::Module => return Deciders::new(),
             Self::Native => (Arc::new(Native), Arc::new(Native)),
             Self::Wasm => {
                 let dir = rekon_runtime::testing::guest_dir();
@@ -287,7 +451,7 @@ impl DeciderKind {
             .with(Arc::new(Slot::new(claim)));
         match self {
             // The ephemeral-volume logic has no native build: its rows are wasm only.
-            Self::Native => deciders,
+            Self::Native | Self::Module => deciders,
             Self::Wasm => {
                 let engine = Engine::new(EngineConfig::default()).expect("engine");
                 let ephemeral: Arc<dyn Decider<EphemeralVolumeWorld>> = Arc::new(
@@ -445,6 +609,11 @@ async fn child(row: Row) -> Measured {
     // and it was most of the peak heap here (heaptrack, release-1ns 10k: 56 of 88 MB).
     let mut config = host_config(&deciders, Arc::new(Journal::disabled()));
     config.observer = decisions.clone();
+    if row.decider == DeciderKind::Module {
+        let module = controller_module(row.workload.module());
+        config.controllers = module.name().parse().expect("a controller name");
+        config.modules = vec![module];
+    }
     let baseline_kib = proc_status_kib("VmRSS:");
     let started = Instant::now();
     let host = Host::start(client, config);
@@ -473,6 +642,18 @@ async fn child(row: Row) -> Measured {
         baseline_kib,
         peak_kib,
     }
+}
+
+/// A controller module built by `make guests`, described by itself.
+fn controller_module(file_stem: &str) -> ControllerModule {
+    let engine = Engine::new(EngineConfig::default()).expect("engine");
+    let guest = engine
+        .loader()
+        .world(World::of::<ControllerWorld>())
+        .file(rekon_runtime::testing::built_guest(file_stem))
+        .unwrap_or_else(|e| panic!("{file_stem} (run `make guests`): {e}"));
+    let description = guest.describe_controller().expect("describe");
+    ControllerModule::new(description, Arc::new(guest)).expect("a description the host accepts")
 }
 
 // ---- the parent: server, state, end-state check, table ----
@@ -602,7 +783,7 @@ fn main() {
     let workloads = env_list("SCALE_WORKLOADS", &WORKLOADS, Workload::name);
     let deciders = env_list(
         "SCALE_DECIDERS",
-        &[DeciderKind::Wasm, DeciderKind::Native],
+        &[DeciderKind::Wasm, DeciderKind::Native, DeciderKind::Module],
         DeciderKind::name,
     );
     let commit = Command::new("git")
@@ -624,10 +805,7 @@ fn main() {
     let mut per_unit = Vec::new();
     for workload in &workloads {
         for n in [1_000, 10_000, 50_000].into_iter().filter(|&n| n <= max_n) {
-            for decider in &deciders {
-                if *workload == Workload::Ephemeral && *decider == DeciderKind::Native {
-                    continue;
-                }
+            for decider in deciders.iter().filter(|d| d.runs(*workload)) {
                 let row = Row {
                     workload: *workload,
                     n,
@@ -665,7 +843,7 @@ fn main() {
         }
     }
     println!(
-        "converged in: host start to idle ({} ms quiet subtracted); host RSS / object: (peak RSS − RSS before the host started) / objects cached (pods + PVCs, or PVCs)",
+        "converged in: host start to idle ({} ms quiet subtracted); host RSS / object: (peak RSS − RSS before the host started) / objects cached (pods + PVCs, PVCs, PVs, Jobs, or Foos + Deployments)",
         QUIET.as_millis()
     );
     println!();
@@ -677,7 +855,7 @@ fn main() {
         println!("{line}");
     }
     println!(
-        "unit: a PVC (release, protect) or a pod (claims, ephemeral); minimum: what the API allows, lists and watches amortised to zero"
+        "unit: a PVC (release, protect), a pod (claims, ephemeral), a PV (pv-*), a Job (ttl) or a Foo (foo); minimum: what the API allows, lists and watches amortised to zero"
     );
 }
 

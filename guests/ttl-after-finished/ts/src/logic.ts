@@ -46,7 +46,8 @@ export function describe(): ctl.Description {
       deletePrimary: true,
       children: [],
       eventReasons: [],
-      reads: [{ kind: JOB, fields: FIELDS }],
+      // A get: issued for the decision that asks, whatever the freshness.
+      reads: [{ kind: JOB, fields: FIELDS, freshness: "after-dequeue", relatedOnly: false }],
     },
   };
 }

@@ -2,7 +2,7 @@
 //! well formed, and a scope the host can enforce. What a decision may do is
 //! decided here, before any decision runs.
 
-use rekon_contract::controller::{ChildScope, Description, Kind, Mapping};
+use rekon_contract::controller::{ChildScope, Description, Freshness, Kind, Mapping};
 
 use super::paths::{FieldPath, PathError, Projection};
 use crate::budget::cut;
@@ -22,6 +22,16 @@ pub enum DescriptionError {
     Path(#[from] PathError),
 }
 
+/// A kind the module may read live, checked.
+#[derive(Debug, Clone)]
+pub struct Read {
+    pub kind: Kind,
+    pub projection: Projection,
+    pub freshness: Freshness,
+    /// The watch whose mapping filters a list (`related-only`).
+    pub related_by: Option<usize>,
+}
+
 /// A description the host can run: paths parsed, the scope in checkable form.
 #[derive(Debug, Clone)]
 pub struct Checked {
@@ -36,7 +46,7 @@ pub struct Checked {
     pub delete_primary: bool,
     pub children: Vec<ChildScope>,
     pub event_reasons: Vec<String>,
-    pub reads: Vec<(Kind, Projection)>,
+    pub reads: Vec<Read>,
 }
 
 impl Checked {
@@ -49,9 +59,9 @@ impl Checked {
         self.children.iter().find(|c| &c.kind == kind)
     }
 
-    /// The projection of a kind the module may read.
-    pub fn read(&self, kind: &Kind) -> Option<&Projection> {
-        self.reads.iter().find(|(k, _)| k == kind).map(|(_, p)| p)
+    /// A kind the module may read.
+    pub fn read(&self, kind: &Kind) -> Option<&Read> {
+        self.reads.iter().find(|r| &r.kind == kind)
     }
 }
 
@@ -118,7 +128,39 @@ pub fn check(description: Description) -> Result<Checked, DescriptionError> {
     let mut reads = Vec::new();
     for (i, read) in scope.reads.iter().enumerate() {
         check_kind(&read.kind).map_err(|r| field(&format!("scope.reads[{i}].kind"), r))?;
-        reads.push((read.kind.clone(), Projection::new(&read.fields)?));
+        let related_by = if read.related_only {
+            let mut watches = description.watches.iter().enumerate();
+            let found = watches.find(|(_, w)| w.kind == read.kind).map(|(at, _)| at);
+            match (found, watches.any(|(_, w)| w.kind == read.kind)) {
+                (Some(at), false) => Some(at),
+                (None, _) => {
+                    return Err(field(
+                        &format!("scope.reads[{i}].related-only"),
+                        format!(
+                            "{} is not watched: no mapping relates it to the primary",
+                            read.kind
+                        ),
+                    ));
+                }
+                (Some(_), true) => {
+                    return Err(field(
+                        &format!("scope.reads[{i}].related-only"),
+                        format!(
+                            "{} is watched more than once: which mapping filters is ambiguous",
+                            read.kind
+                        ),
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        reads.push(Read {
+            kind: read.kind.clone(),
+            projection: Projection::new(&read.fields)?,
+            freshness: read.freshness,
+            related_by,
+        });
     }
     Ok(Checked {
         primary_projection,
@@ -170,7 +212,7 @@ fn is_qualified_name(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use rekon_contract::controller::{ChildScope, Scope, Watch};
+    use rekon_contract::controller::{ChildScope, ReadScope, Scope, Watch};
 
     use super::*;
 
@@ -233,5 +275,38 @@ mod tests {
         no_kind.primary.kind.clear();
         let err = check(no_kind).unwrap_err().to_string();
         assert!(err.contains("primary"), "{err}");
+    }
+
+    #[test]
+    fn a_related_only_read_needs_exactly_one_watch_of_its_kind() {
+        let read = |kind: Kind| ReadScope {
+            kind,
+            related_only: true,
+            ..ReadScope::default()
+        };
+        let mut related = foo();
+        related.scope.reads = vec![read(Kind::new("apps", "v1", "Deployment"))];
+        let checked = check(related.clone()).unwrap();
+        let deployments = checked
+            .read(&Kind::new("apps", "v1", "Deployment"))
+            .unwrap();
+        assert_eq!(deployments.related_by, Some(0));
+
+        let mut unwatched = foo();
+        unwatched.scope.reads = vec![read(Kind::new("", "v1", "Pod"))];
+        let err = check(unwatched).unwrap_err().to_string();
+        assert!(
+            err.contains("scope.reads[0].related-only") && err.contains("not watched"),
+            "{err}"
+        );
+
+        let mut twice = related;
+        twice.watches.push(Watch {
+            kind: Kind::new("apps", "v1", "Deployment"),
+            mapping: Mapping::NamedBy("spec.deploymentName".into()),
+            fields: vec![],
+        });
+        let err = check(twice).unwrap_err().to_string();
+        assert!(err.contains("more than once"), "{err}");
     }
 }

@@ -16,6 +16,7 @@
 
 mod apply;
 pub mod describe;
+mod live;
 mod object;
 pub mod paths;
 pub mod pin;
@@ -151,6 +152,7 @@ pub struct Generic {
     kinds: HashMap<Kind, Resolved>,
     primary: Arc<Cache<Cached>>,
     watched: Vec<WatchedKind>,
+    live: live::LiveLists,
 }
 
 impl Generic {
@@ -189,6 +191,7 @@ impl Generic {
             kinds,
             primary: Arc::new(primary),
             watched,
+            live: live::LiveLists::default(),
         }
     }
 
@@ -352,11 +355,27 @@ impl Reconciler for Generic {
         for (i, watched) in self.watched.iter().enumerate() {
             let projection = self.checked.watch_projections[i].clone();
             let this = self.clone();
+            // Shared live lists of this kind must postdate what enqueued a key.
+            let shared = self.checked.read(&watched.kind).is_some_and(|read| {
+                read.freshness == rekon_contract::controller::Freshness::AfterObserved
+            });
             watches.reflect(
                 self.api(&watched.kind, ""),
                 move |object: &DynamicObject| Cached::new(projection.project(&to_value(object))),
                 watched.cache.clone(),
-                move |change: &Change<Cached>| this.watched[i].relation.keys(change, &this.primary),
+                move |change: &Change<Cached>| {
+                    let watched = &this.watched[i];
+                    let keys = watched.relation.keys(change, &this.primary);
+                    if shared {
+                        let mut namespaces: Vec<&str> =
+                            keys.iter().map(|k| k.namespace.as_str()).collect();
+                        namespaces.dedup();
+                        for namespace in namespaces {
+                            this.live.changed(&watched.kind, namespace);
+                        }
+                    }
+                    keys
+                },
             );
         }
     }

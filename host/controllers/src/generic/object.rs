@@ -1,16 +1,21 @@
 //! What a controller module's caches hold: the projected JSON of one object,
 //! with its key and resourceVersion read once.
 
+use std::time::Instant;
+
 use serde_json::Value;
 
 use crate::cache::{ObjectKey, Projection};
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Cached {
     pub key: ObjectKey,
     pub resource_version: String,
     /// The projection (see `paths::Projection`): what a decision is given.
     pub value: Value,
+    /// When the host made this copy from a watch event (a shared live list
+    /// must be issued after it: see `live`).
+    pub observed: Instant,
 }
 
 impl Cached {
@@ -26,6 +31,7 @@ impl Cached {
             key: ObjectKey::new(meta("namespace"), meta("name")),
             resource_version: meta("resourceVersion"),
             value,
+            observed: Instant::now(),
         }
     }
 

@@ -113,6 +113,7 @@ mod tests {
             reads: vec![ReadScope {
                 kind: Kind::new("", "v1", "Secret"),
                 fields: vec![],
+                ..Default::default()
             }],
             ..pinned()
         };

@@ -123,6 +123,7 @@ mod tests {
                 reads: vec![ReadScope {
                     kind: Kind::new("", "v1", "Pod"),
                     fields: vec![],
+                    ..Default::default()
                 }],
                 ..Scope::default()
             },

@@ -1,9 +1,11 @@
 //! The live reads a decision asks for (`decision::read`): only kinds the module
-//! declared, only in the primary's namespace, projected with the declared fields.
+//! declared, only in the primary's namespace, projected with the declared fields;
+//! lists as the read scope declares them (see [`super::live`]).
 
 use kube::api::ListParams;
 use rekon_contract::controller::{ReadRequest, ReadResult};
 
+use super::live::Listed;
 use super::{Cached, Generic};
 use crate::budget::cut;
 use crate::journal::Entry;
@@ -20,7 +22,7 @@ impl Generic {
         let mut results = Vec::with_capacity(requests.len());
         for request in requests {
             let kind = request.kind();
-            let Some(projection) = self.checked.read(kind) else {
+            let Some(read) = self.checked.read(kind) else {
                 return Err(ReconcileError::Rejected(format!(
                     "{key}: read {kind}: not declared in the module's scope"
                 )));
@@ -28,28 +30,43 @@ impl Generic {
             let resolved = self.resolved(kind);
             let api = self.api(kind, namespace);
             let resource = resolved.resource.plural.as_str();
-            let objects = match request {
+            let objects: Vec<kube::api::DynamicObject> = match request {
                 ReadRequest::List(list) => {
-                    let params = ListParams {
-                        label_selector: Some(list.label_selector.clone()).filter(|s| !s.is_empty()),
-                        field_selector: Some(list.field_selector.clone()).filter(|s| !s.is_empty()),
-                        ..ListParams::default()
-                    };
-                    let result = api.list(&params).await;
-                    self.ctx.journal.record(Entry::read(
-                        self.name, key, "list", resource, namespace, "", &result,
-                    ));
-                    let mut items = result
-                        .map_err(|source| ReconcileError::Read {
-                            what: format!("live list of {resource} in {namespace:?}"),
-                            source,
-                        })?
-                        .items;
-                    items.sort_by(|a, b| {
-                        (&a.metadata.namespace, &a.metadata.name)
-                            .cmp(&(&b.metadata.namespace, &b.metadata.name))
+                    let watch = read.related_by.map(|i| {
+                        (
+                            &self.watched[i].relation,
+                            &self.checked.watch_projections[i],
+                        )
                     });
-                    items
+                    let issue = async |issued: std::time::Instant| {
+                        let params = ListParams {
+                            label_selector: Some(list.label_selector.clone())
+                                .filter(|s| !s.is_empty()),
+                            field_selector: Some(list.field_selector.clone())
+                                .filter(|s| !s.is_empty()),
+                            ..ListParams::default()
+                        };
+                        let result = api.list(&params).await;
+                        self.ctx.journal.record(Entry::read(
+                            self.name, key, "list", resource, namespace, "", &result,
+                        ));
+                        let items = result
+                            .map_err(|source| ReconcileError::Read {
+                                what: format!("live list of {resource} in {namespace:?}"),
+                                source,
+                            })?
+                            .items;
+                        Ok(Listed::new(issued, items, read, watch))
+                    };
+                    let listed = self
+                        .live
+                        .list(read, list, namespace, primary.observed, issue)
+                        .await?;
+                    results.push(ReadResult {
+                        request: request.clone(),
+                        objects: listed.answer(primary, watch.map(|(relation, _)| relation)),
+                    });
+                    continue;
                 }
                 ReadRequest::Get(get) => {
                     if resolved.namespaced && namespace.is_empty() {
@@ -78,7 +95,7 @@ impl Generic {
                 request: request.clone(),
                 objects: objects
                     .iter()
-                    .map(|o| projection.project(&super::to_value(o)).to_string())
+                    .map(|o| read.projection.project(&super::to_value(o)).to_string())
                     .collect(),
             });
         }

@@ -33,7 +33,14 @@ export const Description = record("description", {
     "delete-primary": bool,
     children: list(record("child-scope", { kind: Kind, create: bool, update: bool, delete: bool })),
     "event-reasons": strings,
-    reads: list(record("read-scope", { kind: Kind, fields: strings })),
+    reads: list(
+      record("read-scope", {
+        kind: Kind,
+        fields: strings,
+        freshness: enumOf("freshness", ["after-dequeue", "after-observed"]),
+        "related-only": bool,
+      }),
+    ),
   }),
 });
 

@@ -79,11 +79,38 @@ export interface ChildScope {
   'delete': boolean,
 }
 /**
+ * How fresh a live list must be.
+ * # Variants
+ * 
+ * ## `"after-dequeue"`
+ * 
+ * Issued after the host took the key from its queue (upstream's rule):
+ * one list per decision that asks.
+ * ## `"after-observed"`
+ * 
+ * Issued after the host observed the primary copy the decision is on,
+ * and after the last event of this kind that mapped to a key of the
+ * primary's namespace: the keys of one namespace share one list. Sound
+ * only when what such a list can show stops growing once the primary is
+ * in the state the module acts on (a deleting PVC gains no new pods).
+ */
+export type Freshness = 'after-dequeue' | 'after-observed';
+/**
  * A kind the controller may ask to read live, and the fields it is given.
  */
 export interface ReadScope {
   kind: Kind,
   fields: Array<string>,
+  /**
+   * For lists; a get is always issued for the decision that asks.
+   */
+  freshness: Freshness,
+  /**
+   * A list gives the decision only the objects the module's watch of this
+   * kind (it must have exactly one) relates to its primary, as `related`
+   * gives the cached ones; false: every object listed.
+   */
+  relatedOnly: boolean,
 }
 /**
  * Everything the controller may write or ask for: the host refuses any
