@@ -104,21 +104,28 @@ fn failing_case_shows_a_diff_and_fails() {
     );
 }
 
-#[test]
-fn eval_prints_the_decision_as_json() {
+/// `rekon eval --decision decide` of `guest` on `input` (YAML).
+fn eval_decide(guest: &Path, input: &str) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("input.yaml");
-    std::fs::write(&input, UNUSED_DELETING_PVC).unwrap();
-    let guest = built_guest("rekon_guest_pvc_protection");
-    let out = rekon(&[
+    let file = dir.path().join("input.yaml");
+    std::fs::write(&file, input).unwrap();
+    rekon(&[
         "eval",
         "--guest",
-        path_str(&guest),
+        path_str(guest),
         "--decision",
         "decide",
         "--input",
-        path_str(&input),
-    ]);
+        path_str(&file),
+    ])
+}
+
+#[test]
+fn eval_prints_the_decision_as_json() {
+    let out = eval_decide(
+        &built_guest("rekon_guest_pvc_protection"),
+        UNUSED_DELETING_PVC,
+    );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -137,19 +144,8 @@ fn eval_prints_the_decision_as_json() {
 /// A module built for the previous contract decides the same and says so.
 #[test]
 fn eval_runs_a_0_1_0_module_and_names_its_contract() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("input.yaml");
-    std::fs::write(&input, UNUSED_DELETING_PVC).unwrap();
     let guest = rekon_runtime::testing::contract_fixture("0.1.0", "rekon_guest_pvc_protection");
-    let out = rekon(&[
-        "eval",
-        "--guest",
-        path_str(&guest),
-        "--decision",
-        "decide",
-        "--input",
-        path_str(&input),
-    ]);
+    let out = eval_decide(&guest, UNUSED_DELETING_PVC);
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("exports rekon:reconcile@0.1.0"),
@@ -169,19 +165,10 @@ fn eval_runs_a_0_1_0_module_and_names_its_contract() {
 /// rekon (exit 101): `rekon eval` runs decisions inside its tokio runtime.
 #[test]
 fn eval_reports_a_guest_panic_as_a_trap_with_exit_code_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("input.yaml");
-    std::fs::write(&input, "pvc:\n  meta:\n    name: panic\n").unwrap();
-    let guest = built_guest("rekon_guest_misbehaving");
-    let out = rekon(&[
-        "eval",
-        "--guest",
-        path_str(&guest),
-        "--decision",
-        "decide",
-        "--input",
-        path_str(&input),
-    ]);
+    let out = eval_decide(
+        &built_guest("rekon_guest_misbehaving"),
+        "pvc:\n  meta:\n    name: panic\n",
+    );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
     assert!(
@@ -347,18 +334,7 @@ fn eval_describes_a_controller_module_and_decides_one_input() {
         text(&out.stderr)
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("pv.yaml");
-    std::fs::write(&input, DELETING_PV).unwrap();
-    let out = rekon(&[
-        "eval",
-        "--guest",
-        path_str(&guest),
-        "--decision",
-        "decide",
-        "--input",
-        path_str(&input),
-    ]);
+    let out = eval_decide(&guest, DELETING_PV);
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(

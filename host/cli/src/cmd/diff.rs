@@ -21,7 +21,7 @@ use rekon_controllers::generic::{ControllerModule, check};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::registry::Selection;
 use rekon_runtime::{Engine, EngineConfig, GuestPre, JsonDecisionError};
-use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
+use rekon_simulate::{ClusterOptions, Deciders, Settle, Step, parse_steps, simulate};
 use serde_json::{Value, json};
 
 use crate::guest_io;
@@ -204,14 +204,7 @@ type Compared = (
 /// A simulation from `--state` in which `old` decides and `new` shadows it.
 async fn over_simulation(args: &Args, old: &GuestPre, new: &GuestPre) -> anyhow::Result<Compared> {
     let state = read_state(&args.state)?;
-    let steps = match &args.script {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading script {}", path.display()))?;
-            parse_steps(&text).map_err(|e| anyhow::anyhow!("script {}: {e}", path.display()))?
-        }
-        None => Vec::new(),
-    };
+    let steps = read_script(args.script.as_deref())?;
     // A finite run: every difference is kept (each one bounded).
     let tally = Arc::new(ShadowTally::new(usize::MAX).retaining_bytes(usize::MAX));
     let (deciders, mut modules) = match args.guests.as_deref() {
@@ -268,6 +261,16 @@ async fn over_simulation(args: &Args, old: &GuestPre, new: &GuestPre) -> anyhow:
     Ok((counts, differences, report.converged))
 }
 
+/// The steps of a script file (none without one); `simulate` reads it so too.
+pub fn read_script(path: Option<&Path>) -> anyhow::Result<Vec<Step>> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading script {}", path.display()))?;
+    parse_steps(&text).map_err(|e| anyhow::anyhow!("script {}: {e}", path.display()))
+}
+
 /// Every object of the state files, in order (`simulate` reads them so too).
 pub fn read_state(paths: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
     let mut objects = Vec::new();
@@ -284,17 +287,17 @@ fn read_state_file(path: &Path) -> anyhow::Result<Vec<Value>> {
         .map_err(|e| anyhow::anyhow!("state file {}: {e}", path.display()))
 }
 
+/// What the old and the new version describe (serde form; `Err`: `describe` failed).
+type Described = (Result<Value, String>, Result<Value, String>);
+
 /// The old controller module, as its description says, deciding with `new`
-/// in shadow; beside it both descriptions (serde form, `Err`: `describe`
-/// failed), which the shadow cannot compare: the host asks once, at load.
+/// in shadow; beside it both descriptions, which the shadow cannot compare:
+/// the host asks once, at load.
 fn shadowed_module(
     old: &GuestPre,
     new: &GuestPre,
     tally: Arc<ShadowTally>,
-) -> anyhow::Result<(
-    ControllerModule,
-    (Result<Value, String>, Result<Value, String>),
-)> {
+) -> anyhow::Result<(ControllerModule, Described)> {
     let description = old
         .describe_controller()
         .with_context(|| format!("{}: describe", old.id()))?;

@@ -1,12 +1,16 @@
 //! `rekon new`: scaffolds a guest project outside this repository that builds
-//! and passes its sample case out of the box.
+//! and passes its sample cases out of the box: a decision module of a
+//! dedicated world (Rust, TypeScript, Python), or a controller module of the
+//! generic world (`--world controller`, Rust or TypeScript: a small controller
+//! with its CRD, case files and an example to simulate).
 //!
 //! The templates (host/cli/templates/), the contract (wit/) and the TypeScript
 //! and Python SDKs (guests/sdk/ts, guests/sdk/python, embedded by build.rs) are
 //! carried in the binary, so the project needs nothing from a rekon checkout: a
-//! Rust project depends on wit-bindgen from crates.io, a TypeScript project on
-//! the SDK's npm packages at the versions of its package-lock.json, a Python
-//! project on the SDK's hash-pinned requirements.txt.
+//! Rust project depends on wit-bindgen (and a controller on serde_json) from
+//! crates.io, a TypeScript project on the SDK's npm packages at the versions of
+//! its package-lock.json, a Python project on the SDK's hash-pinned
+//! requirements.txt.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -296,7 +300,7 @@ fn project_name(dir: &Path) -> anyhow::Result<String> {
 }
 
 /// The template of `world` in a per-world list.
-fn of_world<'a, T: Copy>(list: &'a [(&str, T)], world: &str) -> T {
+fn of_world<T: Copy>(list: &[(&str, T)], world: &str) -> T {
     list.iter()
         .find(|(w, _)| *w == world)
         .map(|(_, files)| *files)

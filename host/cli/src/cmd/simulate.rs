@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use rekon_apiserver::{FaultConfig, KubeletMode};
 use rekon_controllers::journal::Journal;
 use rekon_simulate::workload::Workload;
-use rekon_simulate::{ClusterOptions, Settle, parse_steps, simulate_each};
+use rekon_simulate::{ClusterOptions, Settle, simulate_each};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -75,14 +75,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None if args.state.is_empty() => anyhow::bail!("give --state or --workload"),
         None => super::diff::read_state(&args.state)?,
     };
-    let steps = match &args.script {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading script {}", path.display()))?;
-            parse_steps(&text).map_err(|e| anyhow::anyhow!("script {}: {e}", path.display()))?
-        }
-        None => Vec::new(),
-    };
+    let steps = super::diff::read_script(args.script.as_deref())?;
     let faults = match &args.faults {
         Some(path) => Some(
             FaultConfig::from_file(path)
