@@ -328,3 +328,20 @@ fn new_refuses_an_unknown_world_naming_the_known_ones() {
     );
     assert!(!projects.path().join("g").exists(), "nothing written");
 }
+
+#[test]
+fn new_refuses_a_python_controller_naming_the_languages_it_has() {
+    let projects = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rekon"))
+        .args(["new", "--lang", "python", "--world", "controller"])
+        .arg(projects.path().join("c"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("(`--lang rust`, `--lang ts`), not Python"),
+        "{stderr}"
+    );
+    assert!(!projects.path().join("c").exists(), "nothing written");
+}
