@@ -37,25 +37,39 @@ fn options(dir: Option<&Path>) -> anyhow::Result<ModulesOptions> {
     Ok(ModulesOptions::new(dir))
 }
 
-/// Loads both controllers' modules once (no watching), through the
-/// precompiled cache: for `simulate` and `diff`.
-pub async fn load_deciders(dir: Option<&Path>, cache: &CacheArgs) -> anyhow::Result<Deciders> {
-    let mut options = options(dir)?;
-    options.cache_dir = cache.dir()?;
-    let modules = Modules::open(options).await?;
-    Ok(modules.deciders())
-}
-
 /// Loads the built-in worlds' modules and the controller modules once (no
-/// watching): for `simulate`. A controller module that cannot be served fails
-/// the command, naming its file.
+/// watching): for `simulate` and `diff`. A module that cannot be served fails
+/// the command, naming its file; so does a directory with no module at all,
+/// while one holding only controller modules (a `rekon new --world
+/// controller` project's) is enough.
 pub async fn load_all(
     dir: Option<&Path>,
     cache: &CacheArgs,
 ) -> anyhow::Result<(Deciders, Vec<rekon_controllers::generic::ControllerModule>)> {
-    let mut options = options(dir)?;
-    options.cache_dir = cache.dir()?;
-    let modules = Modules::open(options).await?;
+    let options = |wait_for_modules| -> anyhow::Result<ModulesOptions> {
+        let mut options = options(dir)?;
+        options.cache_dir = cache.dir()?;
+        options.wait_for_modules = wait_for_modules;
+        Ok(options)
+    };
+    let modules = match Modules::open(options(false)?).await {
+        Ok(modules) => modules,
+        Err(no_built_in) => {
+            // Without waiting, opening fails when a built-in world's module is
+            // refused or none has one: only the second is fine, and only when
+            // controller modules are there instead.
+            let modules = Modules::open(options(true)?).await?;
+            let refused = modules
+                .status()
+                .controllers
+                .values()
+                .any(|s| s.rejections > 0);
+            if refused || modules.controller_set().modules().is_empty() {
+                return Err(no_built_in.into());
+            }
+            modules
+        }
+    };
     if let Some(refusal) = modules.controller_refusals().into_iter().next() {
         anyhow::bail!(refusal);
     }

@@ -486,15 +486,15 @@ fn every_make_rekon_and_cargo_command_shown_exists() {
     report(problems);
 }
 
-#[test]
-fn the_rust_chapters_eval_example_prints_the_decision_it_shows() {
-    let page = Page::read(PathBuf::from("docs/src/guests/rust.md"));
-    let input = "docs/examples/pvc-input.yaml";
+/// The first `json` block of `page` is what `rekon eval --guest GUEST ARGS`
+/// prints, and the page shows that command.
+fn shows_what_eval_prints(page: &Page, guest: &str, args: &[&str]) {
+    let shown_command = args.join(" ");
     assert!(
         page.shell_lines()
             .iter()
-            .any(|l| l.starts_with("rekon eval") && l.contains(input)),
-        "{}: the `rekon eval` example no longer reads {input}",
+            .any(|l| l.starts_with("rekon eval") && l.contains(&shown_command)),
+        "{}: the `rekon eval` example no longer shows {shown_command}",
         page.path.display()
     );
     let (_, shown) = page
@@ -503,12 +503,14 @@ fn the_rust_chapters_eval_example_prints_the_decision_it_shows() {
         .find(|(info, _)| info == "json")
         .expect("the chapter shows the decision as a json block");
     let out = Command::new(env!("CARGO_BIN_EXE_rekon"))
-        .args(["eval", "--decision", "decide", "--guest"])
-        .arg(rekon_runtime::testing::built_guest(
-            "rekon_guest_pvc_protection",
-        ))
-        .arg("--input")
-        .arg(root().join(input))
+        .arg("eval")
+        .arg("--guest")
+        .arg(rekon_runtime::testing::built_guest(guest))
+        // Paths in the repository, as the page names them.
+        .args(args.iter().map(|a| match a.starts_with("docs/") {
+            true => root().join(a).into_os_string(),
+            false => a.into(),
+        }))
         .output()
         .expect("run rekon eval");
     assert!(
@@ -521,8 +523,31 @@ fn the_rust_chapters_eval_example_prints_the_decision_it_shows() {
     assert_eq!(
         printed,
         shown,
-        "{}: the decision shown is not what rekon eval prints",
+        "{}: the json shown is not what rekon eval prints",
         page.path.display()
+    );
+}
+
+#[test]
+fn the_rust_chapters_eval_example_prints_the_decision_it_shows() {
+    shows_what_eval_prints(
+        &Page::read(PathBuf::from("docs/src/guests/rust.md")),
+        "rekon_guest_pvc_protection",
+        &[
+            "--decision",
+            "decide",
+            "--input",
+            "docs/examples/pvc-input.yaml",
+        ],
+    );
+}
+
+#[test]
+fn the_controller_chapters_eval_example_prints_the_description_it_shows() {
+    shows_what_eval_prints(
+        &Page::read(PathBuf::from("docs/src/guests/controller.md")),
+        "rekon_guest_pv_protection",
+        &["--decision", "describe"],
     );
 }
 

@@ -104,21 +104,28 @@ fn failing_case_shows_a_diff_and_fails() {
     );
 }
 
-#[test]
-fn eval_prints_the_decision_as_json() {
+/// `rekon eval --decision decide` of `guest` on `input` (YAML).
+fn eval_decide(guest: &Path, input: &str) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("input.yaml");
-    std::fs::write(&input, UNUSED_DELETING_PVC).unwrap();
-    let guest = built_guest("rekon_guest_pvc_protection");
-    let out = rekon(&[
+    let file = dir.path().join("input.yaml");
+    std::fs::write(&file, input).unwrap();
+    rekon(&[
         "eval",
         "--guest",
-        path_str(&guest),
+        path_str(guest),
         "--decision",
         "decide",
         "--input",
-        path_str(&input),
-    ]);
+        path_str(&file),
+    ])
+}
+
+#[test]
+fn eval_prints_the_decision_as_json() {
+    let out = eval_decide(
+        &built_guest("rekon_guest_pvc_protection"),
+        UNUSED_DELETING_PVC,
+    );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -137,19 +144,8 @@ fn eval_prints_the_decision_as_json() {
 /// A module built for the previous contract decides the same and says so.
 #[test]
 fn eval_runs_a_0_1_0_module_and_names_its_contract() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("input.yaml");
-    std::fs::write(&input, UNUSED_DELETING_PVC).unwrap();
     let guest = rekon_runtime::testing::contract_fixture("0.1.0", "rekon_guest_pvc_protection");
-    let out = rekon(&[
-        "eval",
-        "--guest",
-        path_str(&guest),
-        "--decision",
-        "decide",
-        "--input",
-        path_str(&input),
-    ]);
+    let out = eval_decide(&guest, UNUSED_DELETING_PVC);
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("exports rekon:reconcile@0.1.0"),
@@ -169,19 +165,10 @@ fn eval_runs_a_0_1_0_module_and_names_its_contract() {
 /// rekon (exit 101): `rekon eval` runs decisions inside its tokio runtime.
 #[test]
 fn eval_reports_a_guest_panic_as_a_trap_with_exit_code_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("input.yaml");
-    std::fs::write(&input, "pvc:\n  meta:\n    name: panic\n").unwrap();
-    let guest = built_guest("rekon_guest_misbehaving");
-    let out = rekon(&[
-        "eval",
-        "--guest",
-        path_str(&guest),
-        "--decision",
-        "decide",
-        "--input",
-        path_str(&input),
-    ]);
+    let out = eval_decide(
+        &built_guest("rekon_guest_misbehaving"),
+        "pvc:\n  meta:\n    name: panic\n",
+    );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
     assert!(
@@ -300,5 +287,67 @@ fn bad_input_names_the_file() {
     assert!(
         stderr.contains(&format!("{}: not a valid `decide` input", input.display())),
         "{stderr}"
+    );
+}
+
+#[test]
+fn controller_module_cases_pass() {
+    shipped_cases_pass("rekon_guest_pv_protection", "guests/pv-protection/cases");
+    shipped_cases_pass(
+        "rekon_guest_sample_controller_ts",
+        "guests/sample-controller/cases",
+    );
+}
+
+/// A deleting, unbound PV: pv-protection releases it.
+const DELETING_PV: &str = r#"
+primary:
+  apiVersion: v1
+  kind: PersistentVolume
+  metadata: {name: pv1, uid: u1, resourceVersion: "3", deletionTimestamp: "2026-11-26T00:00:00Z", finalizers: [kubernetes.io/pv-protection]}
+  status: {phase: Released}
+now: "2026-11-26T00:00:01Z"
+"#;
+
+#[test]
+fn eval_describes_a_controller_module_and_decides_one_input() {
+    let guest = built_guest("rekon_guest_pv_protection");
+    // `describe` takes no input.
+    let out = rekon(&[
+        "eval",
+        "--guest",
+        path_str(&guest),
+        "--decision",
+        "describe",
+    ]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let description: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(description["name"], "pv-protection");
+    assert_eq!(description["primary"]["kind"], "PersistentVolume");
+    assert_eq!(
+        description["scope"]["finalizers"],
+        serde_json::json!(["kubernetes.io/pv-protection"])
+    );
+    assert!(
+        text(&out.stderr).contains("exports rekon:reconcile@0.3.0"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = eval_decide(&guest, DELETING_PV);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        decision,
+        serde_json::json!({"actions": [{"remove-finalizer": "kubernetes.io/pv-protection"}]})
+    );
+
+    // `decide` does take one.
+    let out = rekon(&["eval", "--guest", path_str(&guest), "--decision", "decide"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("`decide` decides on an input: pass --input FILE"),
+        "{}",
+        text(&out.stderr)
     );
 }

@@ -1,6 +1,9 @@
 //! `rekon new` as a guest author outside this repository uses it: scaffold,
 //! build (cargo; npm; a venv with componentize-py), run the sample case
-//! natively where the language has a runner and with `rekon test`.
+//! natively where the language has a runner and with `rekon test`. A
+//! controller module (`--world controller`) also runs on the embedded API
+//! server (`rekon simulate`) and is compared with a second version
+//! (`rekon diff`).
 //!
 //! The TypeScript and Python cases need Node ≥ 20 with npm and python3 with
 //! venv, and the npm and PyPI registries (or their caches).
@@ -62,6 +65,11 @@ const WORLDS: [&str; 3] = ["pvc-protection", "resource-claim", "ephemeral-volume
 
 /// `rekon test` of `module` against the project's sample case passes.
 fn passes_its_sample_case(module: &Path, project: &Path) {
+    passes_its_cases(module, project, 1);
+}
+
+/// `rekon test` of `module` against the project's `count` cases passes.
+fn passes_its_cases(module: &Path, project: &Path, count: usize) {
     assert!(module.is_file(), "{} was not built", module.display());
     let out = run(Command::new(env!("CARGO_BIN_EXE_rekon"))
         .args(["test", "--no-cache", "--guest"])
@@ -70,8 +78,123 @@ fn passes_its_sample_case(module: &Path, project: &Path) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         stdout.lines().last(),
-        Some("1 passed, 0 failed"),
+        Some(format!("{count} passed, 0 failed").as_str()),
         "{stdout}"
+    );
+}
+
+/// The cases of the controller template: `describe` and six decisions.
+const CONTROLLER_CASES: usize = 7;
+
+/// `rekon simulate` of the project's example (its CRD, a Namespace, an App)
+/// with `module` as the only controller: the App ends with its Deployment,
+/// owned by it, and a status.
+fn runs_on_the_embedded_server(module: &Path, project: &Path, controller: &str) {
+    let guests = project.join("guests");
+    std::fs::create_dir_all(&guests).unwrap();
+    std::fs::copy(module, guests.join("controller.wasm")).unwrap();
+    let out = run(Command::new(env!("CARGO_BIN_EXE_rekon"))
+        .args(["simulate", "--no-cache", "--guests"])
+        .arg(&guests)
+        .args(["--controllers", controller, "--state", "crd.yaml"])
+        .args(["--state", "example.yaml"])
+        .current_dir(project));
+    let objects: Vec<serde_json::Value> = serde_yaml::Deserializer::from_slice(&out.stdout)
+        .map(|document| serde::Deserialize::deserialize(document).unwrap())
+        .collect();
+    let find = |kind: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == "web")
+            .unwrap_or_else(|| panic!("no {kind} web in {objects:#?}"))
+    };
+    let (app, deployment) = (find("App"), find("Deployment"));
+    assert_eq!(app["status"]["availableReplicas"], 0, "{app:#}");
+    assert_eq!(deployment["metadata"]["namespace"], "demo");
+    assert_eq!(
+        deployment["metadata"]["ownerReferences"][0]["uid"], app["metadata"]["uid"],
+        "{deployment:#}"
+    );
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.27"
+    );
+}
+
+#[test]
+fn a_new_rust_controller_builds_passes_its_cases_runs_and_diffs() {
+    let projects = tempfile::tempdir().unwrap();
+    let target = scaffold_target(projects.path());
+    let dir = projects.path().join("my-controller");
+    scaffold("rust", "controller", &dir);
+    let cargo = |args: &[&str]| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut command = Command::new(cargo);
+        command
+            .args(args)
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", &target)
+            // The test's own build settings are not the project's.
+            .env_remove("CARGO_BUILD_TARGET")
+            .env_remove("RUSTFLAGS");
+        run(&mut command)
+    };
+    // The README's commands: the logic natively, then the component.
+    let native = cargo(&["test", "--target", "host-tuple"]);
+    let native = String::from_utf8_lossy(&native.stdout);
+    assert!(native.contains("3 passed; 0 failed"), "{native}");
+    cargo(&["build"]);
+    let module = target.join("wasm32-wasip2/debug/my_controller.wasm");
+    passes_its_cases(&module, &dir, CONTROLLER_CASES);
+    runs_on_the_embedded_server(&module, &dir, "my-controller");
+
+    // A second version naming its container differently: `rekon diff` shows
+    // where it decides otherwise, over the cases and over the example.
+    let old = projects.path().join("old.wasm");
+    std::fs::copy(&module, &old).unwrap();
+    let logic = dir.join("src/logic.rs");
+    let text = std::fs::read_to_string(&logic).unwrap();
+    let renamed = text.replace(
+        r#"const CONTAINER: &str = "app";"#,
+        r#"const CONTAINER: &str = "web";"#,
+    );
+    assert_ne!(text, renamed, "the template names its container");
+    std::fs::write(&logic, renamed).unwrap();
+    cargo(&["build"]);
+    let diff = |compared: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_rekon"))
+            .args(["diff", "--no-cache", "--old"])
+            .arg(&old)
+            .arg("--new")
+            .arg(&module)
+            .args(compared)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        let changed = |sign: char, line: &str| {
+            stdout
+                .lines()
+                .any(|l| l.starts_with(sign) && l.ends_with(line))
+        };
+        assert!(
+            changed('-', "name: app") && changed('+', "name: web"),
+            "{stdout}"
+        );
+        stdout
+    };
+    let over_cases = diff(&["--cases", "cases"]);
+    // Creating and updating the Deployment differ; the rest agrees.
+    assert!(
+        over_cases.contains("4 decisions agreed, 3 differed, 0 failed"),
+        "{over_cases}"
+    );
+    let over_example = diff(&["--state", "crd.yaml", "--state", "example.yaml"]);
+    assert!(
+        over_example.contains("--- demo/web (decide)"),
+        "{over_example}"
     );
 }
 
@@ -125,6 +248,26 @@ fn a_new_typescript_guest_of_every_world_builds_and_passes_its_sample_case() {
         run(Command::new("npm").args(["run", "build"]).current_dir(&dir));
         passes_its_sample_case(&dir.join(format!("{name}.wasm")), &dir);
     }
+}
+
+#[test]
+fn a_new_typescript_controller_builds_passes_its_cases_and_runs() {
+    let projects = tempfile::tempdir().unwrap();
+    let dir = projects.path().join("ts-controller");
+    scaffold("ts", "controller", &dir);
+    run(Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(&dir));
+    let out = run(Command::new("npm").arg("test").current_dir(&dir));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("{CONTROLLER_CASES} passed, 0 failed")),
+        "{stdout}"
+    );
+    run(Command::new("npm").args(["run", "build"]).current_dir(&dir));
+    let module = dir.join("ts-controller.wasm");
+    passes_its_cases(&module, &dir, CONTROLLER_CASES);
+    runs_on_the_embedded_server(&module, &dir, "ts-controller");
 }
 
 #[test]
@@ -184,4 +327,21 @@ fn new_refuses_an_unknown_world_naming_the_known_ones() {
         "{stderr}"
     );
     assert!(!projects.path().join("g").exists(), "nothing written");
+}
+
+#[test]
+fn new_refuses_a_python_controller_naming_the_languages_it_has() {
+    let projects = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rekon"))
+        .args(["new", "--lang", "python", "--world", "controller"])
+        .arg(projects.path().join("c"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("(`--lang rust`, `--lang ts`), not Python"),
+        "{stderr}"
+    );
+    assert!(!projects.path().join("c").exists(), "nothing written");
 }

@@ -25,9 +25,10 @@ pub struct Args {
     /// decide-pod, decide-claim).
     #[arg(long)]
     decision: String,
-    /// The decision input in its model form (kebab-case), as .json or .yaml.
+    /// The decision input in its model form (kebab-case), as .json or .yaml;
+    /// a decision without input (a controller module's `describe`) needs none.
     #[arg(long)]
-    input: PathBuf,
+    input: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -46,7 +47,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         guest.world(),
         args.decision
     );
-    let value: serde_json::Value = guest_io::read_file(&args.input)?;
+    let value: serde_json::Value = match &args.input {
+        Some(path) => guest_io::read_file(path)?,
+        None => serde_json::Value::Null,
+    };
+    let shown = match &args.input {
+        Some(path) => path.display().to_string(),
+        None => format!("`{}` without --input", args.decision),
+    };
     // stderr, so stdout stays the decision's JSON.
     eprintln!("guest {} exports {}", guest.id(), guest.version().package());
     match guest_io::decide(&guest, &args.decision, value) {
@@ -54,19 +62,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("{}", guest_io::to_pretty_json(&decision));
             Ok(ExitCode::SUCCESS)
         }
+        Err(JsonDecisionError::Input { .. }) if args.input.is_none() => {
+            anyhow::bail!("`{}` decides on an input: pass --input FILE", args.decision)
+        }
         Err(JsonDecisionError::Input { source, .. }) => {
-            anyhow::bail!(
-                "{}: not a valid `{}` input: {source}",
-                args.input.display(),
-                args.decision
-            )
+            anyhow::bail!("{shown}: not a valid `{}` input: {source}", args.decision)
         }
         Err(JsonDecisionError::Decision(err)) => {
-            eprintln!(
-                "error: {}: decision `{}` failed: {err}",
-                args.input.display(),
-                args.decision
-            );
+            eprintln!("error: {shown}: decision `{}` failed: {err}", args.decision);
             Ok(ExitCode::from(GUEST_FAILED))
         }
     }

@@ -1,12 +1,16 @@
 //! `rekon new`: scaffolds a guest project outside this repository that builds
-//! and passes its sample case out of the box.
+//! and passes its sample cases out of the box: a decision module of a
+//! dedicated world (Rust, TypeScript, Python), or a controller module of the
+//! generic world (`--world controller`, Rust or TypeScript: a small controller
+//! with its CRD, case files and an example to simulate).
 //!
 //! The templates (host/cli/templates/), the contract (wit/) and the TypeScript
 //! and Python SDKs (guests/sdk/ts, guests/sdk/python, embedded by build.rs) are
 //! carried in the binary, so the project needs nothing from a rekon checkout: a
-//! Rust project depends on wit-bindgen from crates.io, a TypeScript project on
-//! the SDK's npm packages at the versions of its package-lock.json, a Python
-//! project on the SDK's hash-pinned requirements.txt.
+//! Rust project depends on wit-bindgen (and a controller on serde_json) from
+//! crates.io, a TypeScript project on the SDK's npm packages at the versions of
+//! its package-lock.json, a Python project on the SDK's hash-pinned
+//! requirements.txt.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,16 +29,16 @@ pub struct Args {
     /// The guest's language.
     #[arg(long, value_enum)]
     lang: Lang,
-    /// The world the guest implements: pvc-protection, resource-claim or
-    /// ephemeral-volume.
+    /// The world the guest implements: pvc-protection, resource-claim,
+    /// ephemeral-volume, or controller (a controller of its own: Rust or ts).
     #[arg(long)]
     world: String,
     /// The project directory to create (must not exist, or be empty). Its last
-    /// component names the project.
+    /// component names the project (and a controller module's controller).
     dir: PathBuf,
 }
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Lang {
     Rust,
     #[value(name = "ts")]
@@ -42,8 +46,12 @@ enum Lang {
     Python,
 }
 
-/// The contract, as this rekon serves it (newest version only).
-const WIT: [(&str, &str); 4] = [
+/// A template: (path in the project, text with placeholders).
+type Files = &'static [(&'static str, &'static str)];
+
+/// The contract of the dedicated worlds, as this rekon serves it (newest
+/// version only).
+const WIT: Files = &[
     (
         "wit/types.wit",
         include_str!("../../../../wit/deps/rekon-reconcile@0.2.0/types.wit"),
@@ -62,70 +70,216 @@ const WIT: [(&str, &str); 4] = [
     ),
 ];
 
-/// One template per world: (world, src/lib.rs).
-const RUST_WORLDS: [(&str, &str); 3] = [
+/// The generic world's contract: a package of its own (0.3.0).
+const CONTROLLER_WIT: Files = &[(
+    "wit/controller.wit",
+    include_str!("../../../../wit/controller.wit"),
+)];
+
+/// What a project of each world carries whatever its language: the contract
+/// and the case files; a controller also its custom resource and an example.
+const WORLD_FILES: [(&str, Files); 4] = [
     (
         "pvc-protection",
-        include_str!("../../templates/rust/src/pvc-protection.rs"),
+        &[(
+            "cases/sample.yaml",
+            include_str!("../../templates/cases/pvc-protection.yaml"),
+        )],
     ),
     (
         "resource-claim",
-        include_str!("../../templates/rust/src/resource-claim.rs"),
+        &[(
+            "cases/sample.yaml",
+            include_str!("../../templates/cases/resource-claim.yaml"),
+        )],
     ),
     (
         "ephemeral-volume",
-        include_str!("../../templates/rust/src/ephemeral-volume.rs"),
+        &[(
+            "cases/sample.yaml",
+            include_str!("../../templates/cases/ephemeral-volume.yaml"),
+        )],
+    ),
+    (
+        "controller",
+        &[
+            (
+                "cases/describe.yaml",
+                include_str!("../../templates/controller/cases/describe.yaml"),
+            ),
+            (
+                "cases/decide.yaml",
+                include_str!("../../templates/controller/cases/decide.yaml"),
+            ),
+            (
+                "crd.yaml",
+                include_str!("../../templates/controller/crd.yaml"),
+            ),
+            (
+                "example.yaml",
+                include_str!("../../templates/controller/example.yaml"),
+            ),
+        ],
     ),
 ];
 
-const RUST_COMMON: [(&str, &str); 4] = [
+const RUST_DEDICATED: Files = &[
     (
         "Cargo.toml",
         include_str!("../../templates/rust/Cargo.toml"),
     ),
+    ("README.md", include_str!("../../templates/rust/README.md")),
+];
+
+/// Per world, the code of a Rust project.
+const RUST_WORLDS: [(&str, Files); 4] = [
+    (
+        "pvc-protection",
+        &[(
+            "src/lib.rs",
+            include_str!("../../templates/rust/src/pvc-protection.rs"),
+        )],
+    ),
+    (
+        "resource-claim",
+        &[(
+            "src/lib.rs",
+            include_str!("../../templates/rust/src/resource-claim.rs"),
+        )],
+    ),
+    (
+        "ephemeral-volume",
+        &[(
+            "src/lib.rs",
+            include_str!("../../templates/rust/src/ephemeral-volume.rs"),
+        )],
+    ),
+    (
+        "controller",
+        &[
+            (
+                "Cargo.toml",
+                include_str!("../../templates/rust/controller/Cargo.toml"),
+            ),
+            (
+                "README.md",
+                include_str!("../../templates/rust/controller/README.md"),
+            ),
+            (
+                "src/lib.rs",
+                include_str!("../../templates/rust/controller/lib.rs"),
+            ),
+            (
+                "src/logic.rs",
+                include_str!("../../templates/rust/controller/logic.rs"),
+            ),
+        ],
+    ),
+];
+
+const RUST_COMMON: Files = &[
     (
         ".cargo/config.toml",
         include_str!("../../templates/rust/cargo/config.toml"),
     ),
-    ("README.md", include_str!("../../templates/rust/README.md")),
     (".gitignore", "/target\n"),
 ];
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if World::named(&args.world).is_some_and(World::is_generic) {
-        anyhow::bail!(
-            "`rekon new --world {}` has no template yet: start from guests/pv-protection \
-             (Rust) or guests/sample-controller (TypeScript), see docs/src/guests/controller.md",
-            args.world
-        );
-    }
-    let world = World::named(&args.world)
-        .filter(|w| !w.is_generic())
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown world `{}`: expected one of {}",
-                args.world,
-                World::dedicated()
-                    .map(|w| w.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
-    let name = project_name(&args.dir)?;
+    let world = World::named(&args.world).ok_or_else(|| {
+        anyhow::anyhow!(
+            "unknown world `{}`: expected one of {}",
+            args.world,
+            World::all()
+                .map(|w| w.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    anyhow::ensure!(
+        !(world.is_generic() && args.lang == Lang::Python),
+        "`rekon new --world {world}` has templates in Rust and TypeScript (`--lang rust`, \
+         `--lang ts`), not Python"
+    );
+    let project = Project::named(&args.dir, world)?;
     let files = match args.lang {
-        Lang::Rust => rust_files(world.name(), &name),
-        Lang::TypeScript => ts_files(world.name(), &name)?,
-        Lang::Python => python_files(world.name(), &name),
+        Lang::Rust => rust_files(&project),
+        Lang::TypeScript => ts_files(&project)?,
+        Lang::Python => python_files(&project),
     };
     write_project(&args.dir, &files)?;
     println!(
-        "created {} ({:?} guest of world {}); next: see {}",
+        "created {} ({:?} guest of world {world}); next: see {}",
         args.dir.display(),
         args.lang,
-        world.name(),
         args.dir.join("README.md").display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the templates are filled in with.
+struct Project {
+    world: &'static str,
+    /// The directory's last component: the package's name.
+    name: String,
+    /// A controller module's name for `--controllers`, metrics and Events: the
+    /// project's name as a DNS label.
+    controller: String,
+}
+
+impl Project {
+    /// A project of `world` named after `dir`'s last component, checked to be a
+    /// valid package name (and, for a controller, a DNS label once lower-cased
+    /// with `_` as `-`).
+    fn named(dir: &Path, world: World) -> anyhow::Result<Self> {
+        let name = project_name(dir)?;
+        let controller = name.to_ascii_lowercase().replace('_', "-");
+        anyhow::ensure!(
+            !world.is_generic() || (controller.len() <= 63 && !controller.ends_with('-')),
+            "{}: a controller is named after its project, as a DNS label: at most 63 \
+             characters, not ending with `-` or `_`",
+            dir.display()
+        );
+        Ok(Self {
+            world: world.name(),
+            name,
+            controller,
+        })
+    }
+
+    fn is_controller(&self) -> bool {
+        World::named(self.world).is_some_and(World::is_generic)
+    }
+
+    /// `text` with the project's placeholders filled in.
+    fn render(&self, text: &str) -> String {
+        text.replace("{{name}}", &self.name)
+            .replace("{{crate}}", &self.name.replace('-', "_"))
+            .replace("{{controller}}", &self.controller)
+            .replace("{{world}}", self.world)
+            .replace("{{rekon_version}}", env!("CARGO_PKG_VERSION"))
+    }
+
+    /// `files`, rendered, with the world's shared files and its contract.
+    fn with_world_files<'a>(
+        &self,
+        files: impl IntoIterator<Item = &'a (&'static str, &'static str)>,
+    ) -> Vec<(String, String)> {
+        let wit = if self.is_controller() {
+            CONTROLLER_WIT
+        } else {
+            WIT
+        };
+        files
+            .into_iter()
+            .chain(of_world(&WORLD_FILES, self.world))
+            .map(|(path, text)| (path.to_string(), self.render(text)))
+            .chain(
+                wit.iter()
+                    .map(|(path, text)| (path.to_string(), text.to_string())),
+            )
+            .collect()
+    }
 }
 
 /// The directory's last component, checked to be a valid package name.
@@ -145,78 +299,78 @@ fn project_name(dir: &Path) -> anyhow::Result<String> {
     Ok(name.to_owned())
 }
 
-/// `text` with the project's placeholders filled in.
-fn render(text: &str, world: &str, name: &str) -> String {
-    text.replace("{{name}}", name)
-        .replace("{{crate}}", &name.replace('-', "_"))
-        .replace("{{world}}", world)
-        .replace("{{rekon_version}}", env!("CARGO_PKG_VERSION"))
-}
-
 /// The template of `world` in a per-world list.
-fn of_world<'a>(list: &'a [(&str, &'a str)], world: &str) -> &'a str {
+fn of_world<T: Copy>(list: &[(&str, T)], world: &str) -> T {
     list.iter()
         .find(|(w, _)| *w == world)
-        .map(|(_, text)| *text)
+        .map(|(_, files)| *files)
         .expect("a template for every world")
 }
 
-/// The sample case of each world, shared by every language.
-const CASES: [(&str, &str); 3] = [
+/// The files of a Rust project: (relative path, text).
+fn rust_files(project: &Project) -> Vec<(String, String)> {
+    let dedicated = if project.is_controller() {
+        &[]
+    } else {
+        RUST_DEDICATED
+    };
+    project.with_world_files(
+        RUST_COMMON
+            .iter()
+            .chain(dedicated)
+            .chain(of_world(&RUST_WORLDS, project.world)),
+    )
+}
+
+/// Per world, the code of a TypeScript project (a controller's README too).
+const TS_WORLDS: [(&str, Files); 4] = [
     (
         "pvc-protection",
-        include_str!("../../templates/cases/pvc-protection.yaml"),
+        &[(
+            "src/guest.ts",
+            include_str!("../../templates/ts/src/pvc-protection.ts"),
+        )],
     ),
     (
         "resource-claim",
-        include_str!("../../templates/cases/resource-claim.yaml"),
+        &[(
+            "src/guest.ts",
+            include_str!("../../templates/ts/src/resource-claim.ts"),
+        )],
     ),
     (
         "ephemeral-volume",
-        include_str!("../../templates/cases/ephemeral-volume.yaml"),
+        &[(
+            "src/guest.ts",
+            include_str!("../../templates/ts/src/ephemeral-volume.ts"),
+        )],
+    ),
+    (
+        "controller",
+        &[
+            (
+                "README.md",
+                include_str!("../../templates/ts/controller/README.md"),
+            ),
+            (
+                "src/guest.ts",
+                include_str!("../../templates/ts/controller/guest.ts"),
+            ),
+            (
+                "src/logic.ts",
+                include_str!("../../templates/ts/controller/logic.ts"),
+            ),
+        ],
     ),
 ];
 
-/// The contract's files, as every project carries them.
-fn wit_files() -> impl Iterator<Item = (String, String)> {
-    WIT.iter()
-        .map(|(path, text)| (path.to_string(), text.to_string()))
-}
+const TS_DEDICATED: Files = &[("README.md", include_str!("../../templates/ts/README.md"))];
 
-/// The files of a Rust project of `world` named `name`: (relative path, text).
-fn rust_files(world: &str, name: &str) -> Vec<(String, String)> {
-    RUST_COMMON
-        .iter()
-        .chain(&[
-            ("src/lib.rs", of_world(&RUST_WORLDS, world)),
-            ("cases/sample.yaml", of_world(&CASES, world)),
-        ])
-        .map(|(path, text)| (path.to_string(), render(text, world, name)))
-        .chain(wit_files())
-        .collect()
-}
-
-const TS_WORLDS: [(&str, &str); 3] = [
-    (
-        "pvc-protection",
-        include_str!("../../templates/ts/src/pvc-protection.ts"),
-    ),
-    (
-        "resource-claim",
-        include_str!("../../templates/ts/src/resource-claim.ts"),
-    ),
-    (
-        "ephemeral-volume",
-        include_str!("../../templates/ts/src/ephemeral-volume.ts"),
-    ),
-];
-
-const TS_COMMON: [(&str, &str); 3] = [
+const TS_COMMON: Files = &[
     (
         "tsconfig.json",
         include_str!("../../templates/ts/tsconfig.json"),
     ),
-    ("README.md", include_str!("../../templates/ts/README.md")),
     (".gitignore", include_str!("../../templates/ts/gitignore")),
 ];
 
@@ -226,7 +380,8 @@ const TS_SDK_DIR: &str = "rekon-guest";
 /// The files of a TypeScript project: the SDK under `rekon-guest/`, a
 /// package.json with the SDK's pinned dependencies and its lock file, so
 /// `npm ci` installs exactly what the SDK was tested with.
-fn ts_files(world: &str, name: &str) -> anyhow::Result<Vec<(String, String)>> {
+fn ts_files(project: &Project) -> anyhow::Result<Vec<(String, String)>> {
+    let (world, name) = (project.world, project.name.as_str());
     let sdk_file = |path: &str| {
         sdk::TS_SDK
             .iter()
@@ -267,16 +422,19 @@ fn ts_files(world: &str, name: &str) -> anyhow::Result<Vec<(String, String)>> {
             .filter(|(path, _)| *path != "package-lock.json")
             .map(|(path, text)| (format!("{TS_SDK_DIR}/{path}"), text.to_string())),
     );
+    let dedicated = if project.is_controller() {
+        &[]
+    } else {
+        TS_DEDICATED
+    };
     files.extend(
-        TS_COMMON
-            .iter()
-            .chain(&[
-                ("src/guest.ts", of_world(&TS_WORLDS, world)),
-                ("cases/sample.yaml", of_world(&CASES, world)),
-            ])
-            .map(|(path, text)| (path.to_string(), render(text, world, name))),
+        project.with_world_files(
+            TS_COMMON
+                .iter()
+                .chain(dedicated)
+                .chain(of_world(&TS_WORLDS, world)),
+        ),
     );
-    files.extend(wit_files());
     Ok(files)
 }
 
@@ -295,7 +453,7 @@ const PY_WORLDS: [(&str, &str); 3] = [
     ),
 ];
 
-const PY_COMMON: [(&str, &str); 3] = [
+const PY_COMMON: Files = &[
     (
         "guest/test_cases.py",
         include_str!("../../templates/python/guest/test_cases.py"),
@@ -312,20 +470,12 @@ const PY_COMMON: [(&str, &str); 3] = [
 
 /// The files of a Python project: the SDK package `rekon_guest/` and its
 /// hash-pinned requirements.txt beside the guest in `guest/`.
-fn python_files(world: &str, name: &str) -> Vec<(String, String)> {
+fn python_files(project: &Project) -> Vec<(String, String)> {
+    let app = [("guest/app.py", of_world(&PY_WORLDS, project.world))];
     sdk::PY_SDK
         .iter()
         .map(|(path, text)| (path.to_string(), text.to_string()))
-        .chain(
-            PY_COMMON
-                .iter()
-                .chain(&[
-                    ("guest/app.py", of_world(&PY_WORLDS, world)),
-                    ("cases/sample.yaml", of_world(&CASES, world)),
-                ])
-                .map(|(path, text)| (path.to_string(), render(text, world, name))),
-        )
-        .chain(wit_files())
+        .chain(project.with_world_files(PY_COMMON.iter().chain(&app)))
         .collect()
 }
 
@@ -356,21 +506,71 @@ fn write_project(dir: &Path, files: &[(String, String)]) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    fn project(world: &str, name: &str) -> Project {
+        Project::named(Path::new(name), World::named(world).unwrap()).unwrap()
+    }
+
+    fn file<'a>(files: &'a [(String, String)], path: &str) -> &'a str {
+        let found = files.iter().find(|(p, _)| p == path);
+        &found.unwrap_or_else(|| panic!("{path} missing")).1
+    }
+
     #[test]
     fn every_world_has_a_rust_template() {
-        for world in World::dedicated() {
-            let files = rust_files(world.name(), "my-guest");
-            let lib = &files.iter().find(|(p, _)| p == "src/lib.rs").unwrap().1;
+        for world in World::all() {
+            let files = rust_files(&project(world.name(), "my-guest"));
             assert!(
-                lib.contains(&format!("rekon:reconcile/{}@", world.name())),
-                "{world}: {lib}"
+                file(&files, "src/lib.rs").contains(&format!("rekon:reconcile/{}@", world.name())),
+                "{world}"
             );
+            let paths: std::collections::BTreeSet<_> = files.iter().map(|(p, _)| p).collect();
+            assert_eq!(paths.len(), files.len(), "{world}: a path written twice");
+            for path in ["Cargo.toml", "README.md", ".cargo/config.toml"] {
+                file(&files, path);
+            }
         }
     }
 
     #[test]
+    fn a_controller_project_carries_its_contract_cases_and_custom_resource() {
+        for files in [
+            rust_files(&project("controller", "My_Controller")),
+            ts_files(&project("controller", "My_Controller")).unwrap(),
+        ] {
+            let wit: Vec<_> = files
+                .iter()
+                .filter(|(p, _)| p.starts_with("wit/"))
+                .collect();
+            assert_eq!(wit.len(), 1, "only the generic world's package");
+            assert!(wit[0].1.contains("package rekon:reconcile@0.3.0;"));
+            let described = file(&files, "cases/describe.yaml");
+            assert!(described.contains("name: my-controller"), "{described}");
+            assert!(!described.contains("{{"), "every placeholder is filled");
+            assert!(file(&files, "crd.yaml").contains("kind: CustomResourceDefinition"));
+            assert!(file(&files, "README.md").contains("--controllers my-controller"));
+        }
+    }
+
+    #[test]
+    fn a_controller_needs_a_dns_label_and_rust_or_typescript() {
+        let controller = World::named("controller").unwrap();
+        let long = "c".repeat(64);
+        for bad in ["ends-", "ends_", long.as_str()] {
+            let err = Project::named(Path::new(bad), controller).err();
+            assert!(
+                err.is_some_and(|e| e.to_string().contains("DNS label")),
+                "{bad} accepted"
+            );
+        }
+        // A dedicated world's module is not named after its project.
+        assert!(
+            Project::named(Path::new("ends-"), World::named("pvc-protection").unwrap()).is_ok()
+        );
+    }
+
+    #[test]
     fn a_typescript_project_carries_the_sdk_and_the_sdks_pins() {
-        let files = ts_files("resource-claim", "my-guest").unwrap();
+        let files = ts_files(&project("resource-claim", "my-guest")).unwrap();
         let file = |path: &str| {
             let text = &files.iter().find(|(p, _)| p == path).unwrap().1;
             serde_json::from_str::<Value>(text).unwrap()
@@ -399,7 +599,7 @@ mod tests {
 
     #[test]
     fn a_python_project_carries_the_sdk_and_its_hash_pinned_requirements() {
-        let files = python_files("pvc-protection", "my-guest");
+        let files = python_files(&project("pvc-protection", "my-guest"));
         let text = |path: &str| &files.iter().find(|(p, _)| p == path).unwrap().1;
         assert!(text("requirements.txt").contains("--hash=sha256:"));
         assert!(text("rekon_guest/__init__.py").contains("CONTRACT_VERSION"));

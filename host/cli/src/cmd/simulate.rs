@@ -11,17 +11,19 @@ use anyhow::Context as _;
 use rekon_apiserver::{FaultConfig, KubeletMode};
 use rekon_controllers::journal::Journal;
 use rekon_simulate::workload::Workload;
-use rekon_simulate::{ClusterOptions, Settle, parse_steps, simulate_each};
+use rekon_simulate::{ClusterOptions, Settle, simulate_each};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Multi-document YAML (or a List) of the objects to start from.
+    /// Multi-document YAML (or a List) of the objects to start from, of any
+    /// kinds the server serves (CustomResourceDefinitions and their objects
+    /// included); repeat it to start from several files.
     #[arg(
         long,
         required_unless_present = "workload",
         conflicts_with = "workload"
     )]
-    state: Option<PathBuf>,
+    state: Vec<PathBuf>,
     /// Start from a generated state instead of a file: `release` is, per unit, a deleting
     /// PVC no pod uses plus a running pod and the PVC it uses, in namespace `release`.
     #[arg(long)]
@@ -68,24 +70,12 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let state = match (&args.state, args.workload) {
-        (Some(path), _) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading state file {}", path.display()))?;
-            rekon_apiserver::load_yaml_documents(&text)
-                .map_err(|e| anyhow::anyhow!("state file {}: {e}", path.display()))?
-        }
-        (None, Some(workload)) => workload.state(args.units),
-        (None, None) => anyhow::bail!("give --state or --workload"),
+    let state = match args.workload {
+        Some(workload) => workload.state(args.units),
+        None if args.state.is_empty() => anyhow::bail!("give --state or --workload"),
+        None => super::diff::read_state(&args.state)?,
     };
-    let steps = match &args.script {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading script {}", path.display()))?;
-            parse_steps(&text).map_err(|e| anyhow::anyhow!("script {}: {e}", path.display()))?
-        }
-        None => Vec::new(),
-    };
+    let steps = super::diff::read_script(args.script.as_deref())?;
     let faults = match &args.faults {
         Some(path) => Some(
             FaultConfig::from_file(path)

@@ -27,21 +27,22 @@ pub struct Args {
     cases: Vec<PathBuf>,
 }
 
+/// A case file (`rekon diff --cases` reads them too).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CaseFile {
-    cases: Vec<Case>,
+pub struct CaseFile {
+    pub cases: Vec<Case>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Case {
-    name: String,
-    decision: String,
+pub struct Case {
+    pub name: String,
+    pub decision: String,
     // Read as JSON values: serde_yaml's own `Value` only knows enums written as
     // YAML tags, while case files (like the model's JSON) write `{variant: ...}`.
-    input: serde_json::Value,
-    expect: serde_json::Value,
+    pub input: serde_json::Value,
+    pub expect: serde_json::Value,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -123,7 +124,7 @@ fn run_case(guest: &GuestPre, case: &Case) -> Result<(), String> {
 }
 
 /// The case files named by `paths`, directories expanded recursively, sorted.
-fn case_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn case_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {
