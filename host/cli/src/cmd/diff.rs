@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use rekon_contract::{BindWorld, WorldVisitor};
 use rekon_controllers::decider::{ShadowDifference, ShadowTally, Shadowed, Slot};
 use rekon_controllers::journal::Journal;
-use rekon_controllers::registry::Selection;
+use rekon_controllers::selection::Selection;
 use rekon_runtime::{Engine, EngineConfig, GuestPre};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, parse_steps, simulate};
 
