@@ -11,6 +11,7 @@ pub mod budget;
 pub mod cache;
 pub mod context;
 pub mod decider;
+pub mod events;
 pub mod fence;
 pub mod generic;
 pub mod host;
@@ -35,7 +36,8 @@ pub mod registry {
 
 // One folder per controller, each with the same parts: `mod.rs` (the
 // controller and its reconcile), `keys.rs` (which keys a watch event
-// enqueues), `validate` (the pure plan of a decision's writes), and what only
+// enqueues, by the pure rules of its `rules.rs`), `validate` (the pure plan of
+// a decision's writes), and what only
 // it uses (pvc-protection's live pod lists, resource-claim's metrics and its
 // pod and claim keys). `builtin` lists them.
 pub mod builtin;

@@ -7,6 +7,7 @@
 
 mod keys;
 mod live;
+pub mod rules;
 pub mod validate;
 
 use std::collections::HashMap;
@@ -30,7 +31,7 @@ use live::PodsByPvc;
 use rekon_contract::PvcProtectionWorld;
 
 pub const NAME: &str = "pvc-protection";
-pub use rekon_machinery::enqueue::pvc_protection::FINALIZER;
+pub use rules::FINALIZER;
 
 pub struct PvcProtection {
     ctx: Arc<Context>,

@@ -9,6 +9,7 @@ mod claim;
 mod keys;
 mod metrics;
 mod pod;
+pub mod rules;
 pub mod validate;
 
 use std::collections::HashSet;
