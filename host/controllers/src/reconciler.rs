@@ -26,6 +26,13 @@ use crate::watches::{SyncGate, Watches};
 /// A controller built into the host: one per type, made from its decision slot.
 pub trait Builtin: Reconciler {
     fn new(ctx: Arc<Context>, decider: Arc<Slot<Self::World>>) -> Self;
+
+    /// Its reference logic linked natively, if it has one (feature `native`:
+    /// benches and tests compare wasm against it).
+    #[cfg(feature = "native")]
+    fn native() -> Option<Arc<dyn crate::decider::Decider<Self::World>>> {
+        None
+    }
 }
 
 pub trait Reconciler: Send + Sync + Sized + 'static {

@@ -7,6 +7,8 @@
 
 mod keys;
 mod live;
+#[cfg(feature = "native")]
+mod native;
 pub mod rules;
 pub mod validate;
 
@@ -77,6 +79,11 @@ impl Builtin for PvcProtection {
             decider,
             live: LivePodLists::default(),
         }
+    }
+
+    #[cfg(feature = "native")]
+    fn native() -> Option<Arc<dyn Decider<PvcProtectionWorld>>> {
+        Some(Arc::new(crate::decider::Native))
     }
 }
 

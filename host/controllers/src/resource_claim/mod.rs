@@ -8,6 +8,8 @@
 mod claim;
 mod keys;
 mod metrics;
+#[cfg(feature = "native")]
+mod native;
 mod pod;
 pub mod rules;
 pub mod validate;
@@ -109,6 +111,11 @@ impl Builtin for ResourceClaimController {
             deleted_pods: Mutex::new(DeletedPods::new(500)),
             metrics: ClaimMetrics::default(),
         }
+    }
+
+    #[cfg(feature = "native")]
+    fn native() -> Option<Arc<dyn Decider<ResourceClaimWorld>>> {
+        Some(Arc::new(crate::decider::Native))
     }
 }
 
