@@ -17,7 +17,7 @@ use crate::decider::Deciders;
 use crate::fence::Fence;
 use crate::generic::{ControllerModule, Generic, resolve_all};
 use crate::journal::Journal;
-use crate::observe::Observer;
+use crate::observe::{MetricFamily, Observer};
 use crate::reconciler::Reconciler;
 use crate::running::{Activity, Shared, run};
 use crate::selection::{Selection, missing_apis};
@@ -214,6 +214,12 @@ impl HostProbe {
             .iter()
             .find(|r| r.name == R::NAME)
             .and_then(|r| r.controller.clone().downcast::<R>().ok())
+    }
+
+    /// The running controllers' own metric families.
+    pub fn metrics(&self) -> Vec<MetricFamily> {
+        let running = self.0.running.lock().unwrap();
+        running.iter().flat_map(|r| (r.metrics)()).collect()
     }
 
     /// The names of the controllers running now.

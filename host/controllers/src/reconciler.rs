@@ -18,7 +18,7 @@ use rekon_machinery::queue::{QueueKey, WorkQueue};
 use crate::context::Context;
 use crate::decider::Slot;
 use crate::fence::Fence;
-use crate::observe::ReconcileResult;
+use crate::observe::{MetricFamily, ReconcileResult};
 use crate::pool::panic_message;
 use crate::reconcile::{Outcome, ReconcileError, log_failure};
 use crate::watches::{SyncGate, Watches};
@@ -50,6 +50,12 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     /// own for a controller module.
     fn name(&self) -> &'static str {
         Self::NAME
+    }
+
+    /// Its own metric families (beyond the host's reconcile, queue and
+    /// decision metrics), read at scrape time. None by default.
+    fn metrics(&self) -> Vec<MetricFamily> {
+        Vec::new()
     }
 
     /// Registers its watches and enqueue rules.

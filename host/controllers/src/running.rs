@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use crate::context::Context;
 use crate::decider::Deciders;
 use crate::fence::Fence;
+use crate::observe::MetricFamily;
 use crate::reconciler::{Builtin, Halt, QueueView, Reconciler, WorkerCount, work};
 use crate::watches::{Feeds, Watches};
 
@@ -44,6 +45,8 @@ pub(crate) struct Running {
     pub(crate) workers: Vec<JoinHandle<()>>,
     pub(crate) count: Arc<WorkerCount>,
     pub(crate) controller: Arc<dyn Any + Send + Sync>,
+    /// Its own metric families ([`Reconciler::metrics`]), read at scrape time.
+    pub(crate) metrics: Box<dyn Fn() -> Vec<MetricFamily> + Send + Sync>,
 }
 
 /// What the host's tasks share.
@@ -116,11 +119,16 @@ pub(crate) fn run<R: Reconciler>(shared: &Shared, controller: Arc<R>) -> Running
         .collect();
     ctx.observer.controller_enabled(name, true);
     tracing::info!(controller = name, "controller started");
+    let metrics = {
+        let controller = controller.clone();
+        Box::new(move || controller.metrics())
+    };
     Running {
         name,
         queue,
         workers,
         count,
         controller,
+        metrics,
     }
 }

@@ -34,6 +34,7 @@ use crate::cache::ObjectKey;
 use crate::context::{Context, reference};
 use crate::decider::{Decider, Slot};
 use crate::journal::{Entry, Journal};
+use crate::observe::MetricFamily;
 use crate::projection::{CLAIMS_BY_OWNER_UID, CachedPod};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::{Builtin, Reconciler};
@@ -72,6 +73,10 @@ impl Reconciler for ResourceClaimController {
         watches.on::<model::ResourceClaim>(move |change| this.keys_for_claim(change));
         let this = self.clone();
         watches.on::<model::ResourceClaimTemplate>(move |change| this.keys_for_template(change));
+    }
+
+    fn metrics(&self) -> Vec<MetricFamily> {
+        self.metrics.families()
     }
 
     async fn reconcile(&self, key: &ClaimControllerKey) -> Result<Outcome, ReconcileError> {
