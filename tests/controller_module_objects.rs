@@ -16,7 +16,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::{Entry, Journal};
-use rekon_controllers::registry;
+use rekon_controllers::selection;
 use rekon_modules::object::{
     self, DecisionModule, DecisionModuleStatus, FINALIZER, Fetcher, ObjectOptions, Phase,
     ServingObjects,
@@ -90,7 +90,7 @@ async fn setup(dir: Option<&Path>) -> Setup {
         "the DecisionModule API",
         Duration::from_secs(20),
         async || {
-            registry::serves(&client, object::API)
+            selection::serves(&client, object::API)
                 .await
                 .ok()
                 .filter(|s| *s)

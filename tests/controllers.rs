@@ -48,7 +48,8 @@ async fn a_disabled_controller_does_nothing_while_the_others_run() {
 /// serve (as `resource.k8s.io/v1` on a v1.20 server) keeps a controller waiting.
 #[tokio::test(flavor = "multi_thread")]
 async fn discovery_tells_served_from_missing_apis() {
-    use rekon_controllers::registry::{CONTROLLERS, missing_apis, serves};
+    use rekon_controllers::builtin::CONTROLLERS;
+    use rekon_controllers::selection::{missing_apis, serves};
     let cluster = rekon_simulate::EmbeddedCluster::start(&ClusterOptions::default())
         .await
         .unwrap();

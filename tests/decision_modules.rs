@@ -28,7 +28,7 @@ use kube::{Api, Client};
 use rekon_controllers::fence::Fence;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
-use rekon_controllers::registry::{self, Selection};
+use rekon_controllers::selection::{self, Selection};
 use rekon_modules::object::{
     self, DecisionModule, DecisionModuleStatus, Fetcher, ObjectOptions, Phase, ServingObjects,
 };
@@ -303,7 +303,7 @@ async fn install_crd(client: &Client, crd: &CustomResourceDefinition) {
         "rekon.dev/v1alpha1 in discovery",
         Duration::from_secs(20),
         async || {
-            registry::serves(client, object::API)
+            selection::serves(client, object::API)
                 .await
                 .ok()
                 .filter(|s| *s)

@@ -21,11 +21,11 @@ pub mod meta;
 pub mod names;
 pub mod owners;
 pub mod patch;
-pub mod registry;
 pub mod resources;
 pub mod selectors;
 pub mod store;
 pub mod stored;
+pub mod verbs;
 pub mod watch;
 mod yaml;
 
@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 pub use cluster::KubeletMode;
 pub use errors::ApiError;
 pub use faults::{FaultConfig, FaultKind, RequestFault, Verb, WatchFault};
-pub use registry::{
+pub use verbs::{
     DeleteOptions, DeleteOutcome, PatchOutcome, Store, StoreError, Target, WriteOptions,
 };
 pub use yaml::{YamlError, load_yaml_documents};
@@ -169,7 +169,7 @@ impl ApiServer {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Bind { addr, source })?;
-        let store = Store::new(registry::StoreSettings {
+        let store = Store::new(verbs::StoreSettings {
             history: config.history,
             seed: config.seed,
             pvc_protection_admission: config.pvc_protection_admission,

@@ -1,4 +1,4 @@
-//! The resource table: every kind the server serves and how the registry treats it. The
+//! The resource table: every kind the server serves and how the verbs treat it. The
 //! built-in kinds come from k8s-openapi's types ([`builtin`]); custom resources are interned
 //! from CustomResourceDefinitions ([`custom`]).
 
@@ -40,7 +40,7 @@ fn normalize_custom(mut value: Value) -> Result<Value, String> {
     Ok(value)
 }
 
-/// How the registry treats one resource.
+/// How the verbs treat one resource.
 #[derive(Debug)]
 pub struct ResourceInfo {
     pub group: &'static str,

@@ -13,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::errors::ApiError;
 use crate::faults::{FaultInjector, WatchPlan};
-use crate::registry::Store;
 use crate::resources::ResourceId;
 use crate::selectors::Selectors;
 use crate::store::{EventType, WatchEvent};
 use crate::stored::Stored;
+use crate::verbs::Store;
 
 /// A watch the HTTP layer has validated.
 #[derive(Debug, Clone)]

@@ -56,7 +56,7 @@ pub struct ObjectArgs {
 
 /// Whether the cluster serves `DecisionModule`s now; a failed discovery counts as no.
 pub async fn served(client: &kube::Client) -> bool {
-    rekon_controllers::registry::serves(client, object::API)
+    rekon_controllers::selection::serves(client, object::API)
         .await
         .unwrap_or(false)
 }

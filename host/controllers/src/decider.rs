@@ -186,72 +186,21 @@ impl Deciders {
             reasons.join("; ")
         ))
     }
-
-    /// Every world's slot holds `decider` (tests, benches).
-    pub fn all<D>(decider: Arc<D>) -> Self
-    where
-        D: Decider<rekon_contract::PvcProtectionWorld>
-            + Decider<rekon_contract::ResourceClaimWorld>
-            + 'static,
-    {
-        Self::new()
-            .with(Arc::new(Slot::<rekon_contract::PvcProtectionWorld>::new(
-                decider.clone(),
-            )))
-            .with(Arc::new(Slot::<rekon_contract::ResourceClaimWorld>::new(
-                decider,
-            )))
-    }
 }
 
 /// The reference logic linked into the host: same decisions, no sandbox. Only
-/// with the `native` feature (benches and tests compare wasm against it).
+/// with the `native` feature (benches and tests compare wasm against it). Each
+/// controller decides natively in its folder's `native.rs`.
 #[cfg(feature = "native")]
 pub struct Native;
 
 #[cfg(feature = "native")]
-mod native {
-    use rekon_contract::{
-        PvcProtectionWorld, ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld,
-    };
-    use rekon_guest::model::{PvcDecision, PvcInput};
-
-    use super::{DecideError, Decider, GuestInfo, Native};
-
-    fn info(name: &str) -> GuestInfo {
+impl Native {
+    /// How a native decision of controller `name` names its guest.
+    pub(crate) fn info(name: &str) -> GuestInfo {
         GuestInfo {
             name: name.to_string(),
             digest: "native".to_string(),
-        }
-    }
-
-    impl Decider<PvcProtectionWorld> for Native {
-        fn info(&self) -> GuestInfo {
-            info("pvc-protection")
-        }
-
-        fn decide(&self, _key: &str, input: PvcInput) -> Result<PvcDecision, DecideError> {
-            Ok(rekon_guest_pvc_protection::logic::decide(&input.into()))
-        }
-    }
-
-    impl Decider<ResourceClaimWorld> for Native {
-        fn info(&self) -> GuestInfo {
-            info("resource-claim")
-        }
-
-        fn decide(
-            &self,
-            _key: &str,
-            input: ResourceClaimInput,
-        ) -> Result<ResourceClaimDecision, DecideError> {
-            use rekon_guest_resource_claim::logic;
-            Ok(match input {
-                ResourceClaimInput::Pod(i) => ResourceClaimDecision::Pod(logic::decide_pod(&i)),
-                ResourceClaimInput::Claim(i) => {
-                    ResourceClaimDecision::Claim(logic::decide_claim(&i.into()))
-                }
-            })
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Hooks for metrics: the host reports reconciles, decisions and queue activity
-//! to an [`Observer`]; the default observes nothing.
+//! to an [`Observer`]; the default observes nothing. A controller's own metric
+//! families ([`MetricFamily`]) are read from it at scrape time.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +34,26 @@ pub enum DecisionFailure {
     Deadline,
     Memory,
     Other,
+}
+
+/// How a [`MetricFamily`] is exposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    Counter,
+    Gauge,
+}
+
+/// One of a controller's own metric families, under the upstream controller's
+/// name and help, read at scrape time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricFamily {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: MetricKind,
+    /// The one label of the family.
+    pub label: &'static str,
+    /// Each sample: its value of [`Self::label`] and its value.
+    pub samples: Vec<(&'static str, u64)>,
 }
 
 pub trait Observer: Send + Sync {

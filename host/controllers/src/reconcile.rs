@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::context::Context;
 use crate::decider::{DecideError, Decider, GuestInfo};
 use crate::journal::{Entry, Journal};
+use crate::validate::Rejected;
 use crate::writes::WriteError;
 
 /// What the worker does with the key afterwards (the queue applies it).
@@ -24,7 +25,12 @@ pub enum ReconcileError {
     /// The guest broke the decision protocol (e.g. asked for live pods twice).
     #[error("guest {guest} broke the protocol: {message}")]
     Protocol { guest: String, message: String },
-    /// The guest asked for something outside the key's scope; nothing was written.
+    /// The guest asked for something outside the key's scope; nothing was
+    /// written. Guest strings in it are cut to the error budget when shown.
+    #[error("action rejected: {}", crate::budget::error_text(&.0.to_string()))]
+    Refused(#[from] Rejected),
+    /// A controller module's refusal, as text (until `generic/` keeps its
+    /// refusal typed as [`Self::Refused`] too).
     #[error("action rejected: {0}")]
     Rejected(String),
     #[error(transparent)]
@@ -46,11 +52,6 @@ impl ReconcileError {
     /// cut to the error budget (it reaches log lines and Event notes).
     pub fn decision(message: &str) -> Self {
         Self::Decision(crate::budget::error_text(message))
-    }
-
-    /// A refused decision; guest strings in `reason` are cut with the rest.
-    pub fn rejected(reason: &str) -> Self {
-        Self::Rejected(crate::budget::error_text(reason))
     }
 
     /// 409: the decision was made on stale state; decide again, never retry the write.

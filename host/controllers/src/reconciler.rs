@@ -18,7 +18,7 @@ use rekon_machinery::queue::{QueueKey, WorkQueue};
 use crate::context::Context;
 use crate::decider::Slot;
 use crate::fence::Fence;
-use crate::observe::ReconcileResult;
+use crate::observe::{MetricFamily, ReconcileResult};
 use crate::pool::panic_message;
 use crate::reconcile::{Outcome, ReconcileError, log_failure};
 use crate::watches::{SyncGate, Watches};
@@ -26,6 +26,13 @@ use crate::watches::{SyncGate, Watches};
 /// A controller built into the host: one per type, made from its decision slot.
 pub trait Builtin: Reconciler {
     fn new(ctx: Arc<Context>, decider: Arc<Slot<Self::World>>) -> Self;
+
+    /// Its reference logic linked natively, if it has one (feature `native`:
+    /// benches and tests compare wasm against it).
+    #[cfg(feature = "native")]
+    fn native() -> Option<Arc<dyn crate::decider::Decider<Self::World>>> {
+        None
+    }
 }
 
 pub trait Reconciler: Send + Sync + Sized + 'static {
@@ -43,6 +50,12 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     /// own for a controller module.
     fn name(&self) -> &'static str {
         Self::NAME
+    }
+
+    /// Its own metric families (beyond the host's reconcile, queue and
+    /// decision metrics), read at scrape time. None by default.
+    fn metrics(&self) -> Vec<MetricFamily> {
+        Vec::new()
     }
 
     /// Registers its watches and enqueue rules.

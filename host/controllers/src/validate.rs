@@ -6,9 +6,8 @@
 //! its first write: a decision with any invalid action writes nothing. The rule
 //! is the upstream controller's behaviour (upstream-behaviour §1, §3): a guest
 //! may choose among the writes the upstream controller could make for this key,
-//! never anything else.
-
-use crate::reconcile::ReconcileError;
+//! never anything else. A refusal stays typed up to the reconcile error
+//! (`ReconcileError::Refused`).
 
 /// Longest name, uid, resourceVersion, finalizer or consumer field accepted
 /// from a guest (a DNS subdomain).
@@ -57,12 +56,6 @@ impl Rejected {
             }),
             reason: reason.into(),
         }
-    }
-}
-
-impl From<Rejected> for ReconcileError {
-    fn from(rejected: Rejected) -> Self {
-        ReconcileError::rejected(&rejected.to_string())
     }
 }
 

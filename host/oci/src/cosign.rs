@@ -29,7 +29,7 @@ use p256::pkcs8::{
 use crate::error::OciError;
 use crate::layout::{Blob, image_manifest, parse_manifest, sha256_digest};
 use crate::reference::ModuleRef;
-use crate::registry::MAX_SIGNATURE_PAYLOAD_BYTES;
+use crate::session::MAX_SIGNATURE_PAYLOAD_BYTES;
 use crate::transport::{Client, RegistryOptions, Transport, registry_error};
 
 /// The layer media type of a simple-signing payload.

@@ -20,7 +20,7 @@
 //! [`push`] writes, and the older single `application/vnd.wasm.content.layer.v1+wasm`
 //! layer that wasm-to-oci and Kubewarden push.
 //!
-//! Limits (see [`HostPolicy`] and the `registry` module): every read from a
+//! Limits (see [`HostPolicy`] and the `session` module): every read from a
 //! registry is capped before it is buffered ([`MAX_MANIFEST_BYTES`],
 //! [`MAX_SIGNATURE_PAYLOAD_BYTES`], layers at [`PullerOptions::max_bytes`]) and
 //! timed; registry text in errors is cut to [`MAX_REGISTRY_TEXT`] bytes. The
@@ -41,7 +41,7 @@ mod policy;
 mod pull;
 mod push;
 mod reference;
-mod registry;
+mod session;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod transport;
@@ -54,5 +54,5 @@ pub use policy::HostPolicy;
 pub use pull::{DEFAULT_MAX_BYTES, PullRequest, Pulled, Puller, PullerOptions, Verification};
 pub use push::{push, resolve};
 pub use reference::{ModuleRef, Scheme, is_loopback_registry};
-pub use registry::{MAX_MANIFEST_BYTES, MAX_REGISTRY_TEXT, MAX_SIGNATURE_PAYLOAD_BYTES};
+pub use session::{MAX_MANIFEST_BYTES, MAX_REGISTRY_TEXT, MAX_SIGNATURE_PAYLOAD_BYTES};
 pub use transport::RegistryOptions;

@@ -10,9 +10,9 @@ use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientP
 use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 
 use crate::auth::RegistryAuth;
-use crate::error::OciError;
+use crate::error::{OciError, error_chain};
 use crate::reference::{ModuleRef, Scheme};
-use crate::registry::{Session, cut};
+use crate::session::{Session, cut};
 
 /// Connection settings shared by push, sign and verify.
 #[derive(Debug, Clone)]
@@ -331,19 +331,4 @@ pub(crate) fn registry_error(
             cause: format!("{what}: {}", cut(&error_chain(&other))),
         },
     }
-}
-
-/// An error and its sources, joined by `: `.
-pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let next = cause.to_string();
-        if !text.contains(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rekon_contract::{PvcProtectionWorld, ResourceClaimWorld};
-use rekon_controllers::decider::{Native, Slot};
+use rekon_controllers::builtin::native_deciders;
+use rekon_controllers::decider::Slot;
 use rekon_controllers::journal::{Entry, Journal};
 use rekon_runtime::{Engine, EngineConfig, GuestPre, World};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, simulate};
@@ -95,10 +96,6 @@ impl Guests {
     }
 }
 
-fn native() -> Deciders {
-    Deciders::all(Arc::new(Native))
-}
-
 /// Decisions per second until idle (the quiet period is subtracted).
 async fn run(deciders: Deciders) -> (usize, f64) {
     let journal = Arc::new(Journal::new());
@@ -136,14 +133,14 @@ async fn main() {
         .filter_map(|(language, suffix)| Guests::load(&engine, language, suffix))
         .collect();
     // Warm up every path once (first connections, first instances).
-    let _ = run(native()).await;
+    let _ = run(native_deciders()).await;
     for guests in &languages {
         let _ = run(guests.deciders()).await;
     }
     let mut native_rates = Vec::new();
     let mut wasm_rates = vec![Vec::new(); languages.len()];
     for _ in 0..3 {
-        native_rates.push(run(native()).await);
+        native_rates.push(run(native_deciders()).await);
         for (guests, rates) in languages.iter().zip(&mut wasm_rates) {
             rates.push(run(guests.deciders()).await);
         }

@@ -16,7 +16,7 @@ use rekon_controllers::generic::ControllerModule;
 use rekon_controllers::host::{Host, HostConfig, NotConverged};
 use rekon_controllers::journal::Journal;
 use rekon_controllers::observe::NoObserver;
-use rekon_controllers::registry::Selection;
+use rekon_controllers::selection::Selection;
 
 pub use rekon_controllers::decider::Deciders;
 use serde_json::Value;

@@ -21,11 +21,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::meta;
-use crate::registry::{DeleteOptions, PropagationPolicy, Store, Target, WriteOptions};
-use crate::registry::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::resources;
 use crate::store::{EventType, ObjectKey, Objects, WatchEvent};
 use crate::stored::{Ownership, Stored};
+use crate::verbs::{DeleteOptions, PropagationPolicy, Store, Target, WriteOptions};
+use crate::verbs::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 
 const GC_MANAGER: &str = "generic-garbage-collector";
 
@@ -359,8 +359,8 @@ fn finish_namespace(store: &Store, ns_key: &ObjectKey, ns: &Value, contents: &[E
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::StoreSettings;
     use crate::store::HistoryLimits;
+    use crate::verbs::StoreSettings;
 
     fn store() -> Store {
         Store::new(StoreSettings {

@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::KubeletMode;
 use crate::meta;
-use crate::registry::{DeleteOptions, Store, Target};
 use crate::resources;
 use crate::store::{EventType, ObjectKey};
+use crate::verbs::{DeleteOptions, Store, Target};
 
 pub async fn run(store: Store, mode: KubeletMode, shutdown: CancellationToken) {
     let delay = match mode {

@@ -1,7 +1,7 @@
 //! Cluster behaviour outside the API server proper (issue item 5), each optional: a garbage
 //! collector (with the namespace controller's cleanup), a kubelet that finishes graceful pod
 //! deletion. They run as background tasks that use the store's write and watch API like any
-//! controller would. (PVC-protection admission is part of create, in the registry.)
+//! controller would. (PVC-protection admission is part of create, in `verbs`.)
 
 pub mod gc;
 pub mod kubelet;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::registry::Store;
+use crate::verbs::Store;
 
 /// Whether and how the kubelet finishes graceful deletion of scheduled pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

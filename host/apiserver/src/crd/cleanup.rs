@@ -7,8 +7,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::definition::{self, CLEANUP_FINALIZER};
 use crate::meta;
-use crate::registry::{DeleteOptions, ListOptions, Store, Target, WriteOptions};
 use crate::resources;
+use crate::verbs::{DeleteOptions, ListOptions, Store, Target, WriteOptions};
 
 /// Runs until `shutdown`.
 pub async fn run(store: Store, shutdown: CancellationToken) {

@@ -1,4 +1,4 @@
-//! Resource requests: one function per verb, each translating HTTP to a registry call.
+//! Resource requests: one function per verb, each translating HTTP to a call of the store's verbs.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,9 +16,9 @@ use crate::crd::{CustomResources, table};
 use crate::errors::ApiError;
 use crate::faults::{FaultKind, Verb};
 use crate::patch::{self, PatchType};
-use crate::registry::{DeleteOutcome, ListOptions, Target, WriteOptions};
 use crate::resources::ResourceInfo;
 use crate::selectors::Selectors;
+use crate::verbs::{DeleteOutcome, ListOptions, Target, WriteOptions};
 use crate::watch::{self, DEFAULT_WATCH_TIMEOUT, WatchRequest};
 
 pub fn json_response(code: StatusCode, value: &Value) -> Response {

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::errors::ApiError;
 use crate::faults::FaultInjector;
-use crate::registry::Store;
+use crate::verbs::Store;
 use handlers::json_response;
 
 /// Upstream's `MaxRequestBodyBytes`: larger bodies get 413 before they are parsed.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::protobuf::{self, ProtobufError};
 use crate::errors::{ApiError, Cause};
-use crate::registry::{DeleteOptions, PropagationPolicy};
+use crate::verbs::{DeleteOptions, PropagationPolicy};
 
 /// The longest watch a client can ask for: a year.
 pub const MAX_WATCH_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);

@@ -19,7 +19,7 @@ use rekon_contract::{BindWorld, ControllerWorld, WorldVisitor};
 use rekon_controllers::decider::{ShadowDifference, ShadowTally, Shadowed, Slot};
 use rekon_controllers::generic::{ControllerModule, check};
 use rekon_controllers::journal::Journal;
-use rekon_controllers::registry::Selection;
+use rekon_controllers::selection::Selection;
 use rekon_runtime::{Engine, EngineConfig, GuestPre, JsonDecisionError};
 use rekon_simulate::{ClusterOptions, Deciders, Settle, Step, parse_steps, simulate};
 use serde_json::{Value, json};

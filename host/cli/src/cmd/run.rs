@@ -11,10 +11,11 @@ use anyhow::Context as _;
 use kube::Client;
 use kube::config::KubeConfigOptions;
 use rekon_apiserver::KubeletMode;
+use rekon_controllers::builtin;
 use rekon_controllers::generic::serving::ControllerSet;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
-use rekon_controllers::registry::{self, Selection};
+use rekon_controllers::selection::Selection;
 use rekon_ops::leader::default_identity;
 use rekon_ops::{ElectionConfig, Health, LeaderElector, Metrics, OpsServer, Supervision};
 use rekon_simulate::{ClusterOptions, EmbeddedCluster};
@@ -205,7 +206,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         )),
         None => Journal::disabled(),
     });
-    for controller in registry::names() {
+    for controller in builtin::names() {
         metrics.register_controller(controller);
     }
     for module in controller_modules.modules() {

@@ -64,7 +64,7 @@ pub struct Args {
     /// Controllers to run, as kube-controller-manager's flag: names, `*` for
     /// all, `-name` to disable one (e.g. `*,-resource-claim`).
     #[arg(long, default_value = "*")]
-    controllers: rekon_controllers::registry::Selection,
+    controllers: rekon_controllers::selection::Selection,
     #[command(flatten)]
     cache: crate::module_cache::CacheArgs,
 }

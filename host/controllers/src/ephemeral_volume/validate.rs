@@ -10,6 +10,7 @@ use rekon_guest::model;
 
 use super::MAX_NAME_LENGTH;
 use crate::reconcile::ReconcileError;
+use crate::validate::{Rejected, check_count, shown};
 
 /// EphemeralClaimName: `<pod>-<volume>`, no suffix.
 pub fn claim_name(pod: &str, volume: &str) -> String {
@@ -64,103 +65,99 @@ pub struct Plan<'a> {
 /// Checks the whole decision against the input before any write: nothing for a
 /// deleting pod; each create names a volume of the input once, whose PVC does
 /// not exist and whose name is valid; at most one conflict, last, naming
-/// `<pod>-<volume>` of a volume of the input. A refusal names the action index.
-pub fn plan<'a>(
-    input: &'a VolumeInput,
-    actions: &[VolumeAction],
-) -> Result<Plan<'a>, ReconcileError> {
+/// `<pod>-<volume>` of a volume of the input. A refusal names the action.
+pub fn plan<'a>(input: &'a VolumeInput, actions: &[VolumeAction]) -> Result<Plan<'a>, Rejected> {
     let pod = &input.pod;
-    let reject = |index: usize, why: String| {
-        Err(ReconcileError::rejected(&format!(
-            "pod {}/{}: action {index}: {why}",
-            pod.namespace, pod.name
-        )))
-    };
+    let key = format!("{}/{}", pod.namespace, pod.name);
     if pod.deleting && !actions.is_empty() {
-        return reject(0, "the pod is being deleted: no action allowed".into());
+        return Err(Rejected::decision(
+            &key,
+            "the pod is being deleted: no action allowed",
+        ));
     }
-    if actions.len() > input.volumes.len() + 1 {
-        return reject(
-            input.volumes.len() + 1,
-            format!(
-                "{} actions for {} volumes",
-                actions.len(),
-                input.volumes.len()
-            ),
-        );
-    }
+    check_count(&key, actions.len(), input.volumes.len() + 1)?;
     let mut plan = Plan {
         creates: Vec::new(),
         conflict: None,
     };
     let mut seen = HashSet::new();
     for (index, action) in actions.iter().enumerate() {
-        if plan.conflict.is_some() {
-            return reject(index, "an action after a conflict".into());
-        }
-        let volume_name = match action {
-            VolumeAction::CreatePvc(volume) => volume,
-            VolumeAction::Conflict(conflict) => &conflict.volume,
-        };
-        let Some(volume) = input.volumes.iter().find(|v| &v.name == volume_name) else {
-            return reject(
-                index,
-                format!(
-                    "names no ephemeral volume: {}",
-                    crate::validate::shown(volume_name)
-                ),
-            );
-        };
-        let name = pod.claim_name(&volume.name);
-        match action {
-            VolumeAction::CreatePvc(_) => {
-                if !seen.insert(volume.name.as_str()) {
-                    return reject(index, format!("creates the PVC of {name} twice"));
-                }
-                if volume.existing.is_some() {
-                    return reject(index, format!("PVC {name} already exists"));
-                }
-                if name.len() > MAX_NAME_LENGTH {
-                    return reject(index, format!("PVC name {name} is too long"));
-                }
-                plan.creates.push(volume);
-            }
-            VolumeAction::Conflict(conflict) => {
-                if conflict.claim_name != name {
-                    return reject(
-                        index,
-                        format!(
-                            "conflict names {}, not {name}",
-                            crate::validate::shown(&conflict.claim_name)
-                        ),
-                    );
-                }
-                // Upstream reports a conflict only for an existing PVC the pod
-                // does not control (§2 step 2); anything else would publish
-                // guest text as a Warning Event about nothing.
-                let Some(existing) = &volume.existing else {
-                    return reject(index, format!("a conflict, but no PVC {name} exists"));
-                };
-                if existing
-                    .controller
-                    .as_ref()
-                    .is_some_and(|c| c.uid == pod.uid)
-                {
-                    return reject(
-                        index,
-                        format!("a conflict, but the pod controls PVC {name}"),
-                    );
-                }
-                plan.conflict = Some(conflict.clone());
-            }
-        }
+        check(input, action, &mut seen, &mut plan)
+            .map_err(|reason| Rejected::action(&key, index, describe(action), reason))?;
     }
     Ok(plan)
+}
+
+/// One action, after those before it were added to `plan`.
+fn check<'a>(
+    input: &'a VolumeInput,
+    action: &VolumeAction,
+    seen: &mut HashSet<&'a str>,
+    plan: &mut Plan<'a>,
+) -> Result<(), String> {
+    let pod = &input.pod;
+    if plan.conflict.is_some() {
+        return Err("an action after a conflict".into());
+    }
+    let volume_name = match action {
+        VolumeAction::CreatePvc(volume) => volume,
+        VolumeAction::Conflict(conflict) => &conflict.volume,
+    };
+    let Some(volume) = input.volumes.iter().find(|v| &v.name == volume_name) else {
+        return Err(format!("names no ephemeral volume: {}", shown(volume_name)));
+    };
+    let name = pod.claim_name(&volume.name);
+    match action {
+        VolumeAction::CreatePvc(_) => {
+            if !seen.insert(volume.name.as_str()) {
+                return Err(format!("creates the PVC of {name} twice"));
+            }
+            if volume.existing.is_some() {
+                return Err(format!("PVC {name} already exists"));
+            }
+            if name.len() > MAX_NAME_LENGTH {
+                return Err(format!("PVC name {name} is too long"));
+            }
+            plan.creates.push(volume);
+        }
+        VolumeAction::Conflict(conflict) => {
+            if conflict.claim_name != name {
+                return Err(format!(
+                    "conflict names {}, not {name}",
+                    shown(&conflict.claim_name)
+                ));
+            }
+            // Upstream reports a conflict only for an existing PVC the pod
+            // does not control (§2 step 2); anything else would publish
+            // guest text as a Warning Event about nothing.
+            let Some(existing) = &volume.existing else {
+                return Err(format!("a conflict, but no PVC {name} exists"));
+            };
+            if existing
+                .controller
+                .as_ref()
+                .is_some_and(|c| c.uid == pod.uid)
+            {
+                return Err(format!("a conflict, but the pod controls PVC {name}"));
+            }
+            plan.conflict = Some(conflict.clone());
+        }
+    }
+    Ok(())
+}
+
+/// An action as a refusal names it.
+fn describe(action: &VolumeAction) -> String {
+    match action {
+        VolumeAction::CreatePvc(volume) => format!("create-pvc {}", shown(volume)),
+        VolumeAction::Conflict(conflict) => format!("conflict {}", shown(&conflict.volume)),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validate::rejected_at;
     use rekon_guest::ephemeral::{ClaimTemplate, ControllerRef, EphemeralPod, ExistingClaim};
 
     fn input(deleting: bool, existing: Option<&str>) -> VolumeInput {
@@ -207,10 +204,9 @@ mod tests {
     }
 
     fn rejection(input: &VolumeInput, actions: &[VolumeAction]) -> String {
-        match plan(input, actions) {
-            Err(ReconcileError::Rejected(why)) => why,
-            other => panic!("expected a rejection, got {other:?}"),
-        }
+        let rejected = plan(input, actions).expect_err("rejected");
+        assert_eq!(rejected.key, "ns/web");
+        rejected.to_string()
     }
 
     #[test]
@@ -230,9 +226,9 @@ mod tests {
     #[test]
     fn invalid_decisions_are_refused_whole_naming_the_action() {
         let fresh = input(false, None);
-        let why = rejection(&fresh, &[create("a"), create("zzz")]);
+        let why = rejected_at(plan(&fresh, &[create("a"), create("zzz")]), "ns/web", 1);
         assert!(
-            why.contains("pod ns/web: action 1") && why.contains("zzz"),
+            why.contains("names no ephemeral volume") && why.contains("zzz"),
             "{why}"
         );
         assert!(rejection(&fresh, &[create("a"), create("a")]).contains("twice"));
@@ -247,7 +243,7 @@ mod tests {
         let deleting = input(true, None);
         assert!(rejection(&deleting, &[create("a")]).contains("being deleted"));
         let many = vec![create("a"); 4];
-        assert!(rejection(&fresh, &many).contains("4 actions for 2 volumes"));
+        assert!(rejection(&fresh, &many).contains("4 actions, at most 3"));
         assert_eq!(plan(&deleting, &[]).unwrap().creates.len(), 0);
     }
 

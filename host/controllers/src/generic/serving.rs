@@ -15,8 +15,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{ControllerModule, Generic, resolve_all};
-use crate::host::{Running, Shared, run};
-use crate::registry::Selection;
+use crate::running::{Running, Shared, run};
+use crate::selection::Selection;
 
 /// How long a stopping controller's reconciles in flight may take before
 /// they are cancelled.

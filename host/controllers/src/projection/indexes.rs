@@ -1,7 +1,11 @@
-//! The caches' indexes: which index values each projected object files under.
+//! The caches' indexes: which index values each projected object files under,
+//! by Kubernetes' own naming rules (an ephemeral volume's PVC, the claim a pod
+//! claim resolves to).
 
 use rekon_guest::model;
-use rekon_machinery::enqueue::{pvc_protection, resource_claim};
+
+use crate::cache::ObjectKey;
+use crate::events::push_unique;
 
 /// Pod index: `ns/<pvc>` for each PVC the pod's volumes name (ephemeral: `<pod>-<volume>`).
 pub const PODS_BY_PVC: &str = "pvc";
@@ -15,27 +19,115 @@ pub const CLAIMS_BY_OWNER_UID: &str = "owner-uid";
 pub const CLAIMS_BY_ALLOCATION: &str = "allocation";
 pub const ALLOCATED: &str = "allocated";
 
-fn keys(keys: Vec<rekon_machinery::ObjectKey>) -> Vec<String> {
+/// The PVC an ephemeral volume of `pod` gets: `<pod>-<volume>`, no suffix.
+pub fn ephemeral_claim_name(pod: &model::Pod, volume: &str) -> String {
+    format!("{}-{volume}", pod.meta.name)
+}
+
+/// Every PVC the pod references: the claimName of each PVC volume and the
+/// ephemeral claim name of each ephemeral volume (no owner check). In volume
+/// order, without duplicates.
+pub fn pod_pvc_keys(pod: &model::Pod) -> Vec<ObjectKey> {
+    let mut keys = Vec::with_capacity(pod.volumes.len());
+    for volume in &pod.volumes {
+        let name = match &volume.source {
+            model::VolumeSource::PersistentVolumeClaim(claim) => claim.clone(),
+            model::VolumeSource::Ephemeral => ephemeral_claim_name(pod, &volume.name),
+        };
+        push_unique(&mut keys, ObjectKey::new(pod.meta.namespace.as_str(), name));
+    }
+    keys
+}
+
+/// The name a pod claim resolves to (upstream `resourceclaim.Name`, 1.28+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimName<'a> {
+    /// The claim's name. `check_owner`: the claim was generated for this pod, so
+    /// it only counts if the pod controls it.
+    Resolved { name: &'a str, check_owner: bool },
+    /// The pod status records that no claim is needed (null name).
+    NotNeeded,
+    /// Template-based and not in the pod status yet.
+    NotCreatedYet,
+    /// Neither a claim name nor a template name.
+    Unsupported,
+}
+
+pub fn resolve_claim_name<'a>(
+    pod: &'a model::Pod,
+    pod_claim: &'a model::PodResourceClaim,
+) -> ClaimName<'a> {
+    if let Some(name) = &pod_claim.resource_claim_name {
+        return ClaimName::Resolved {
+            name,
+            check_owner: false,
+        };
+    }
+    if pod_claim.resource_claim_template_name.is_none() {
+        return ClaimName::Unsupported;
+    }
+    match pod
+        .resource_claim_statuses
+        .iter()
+        .find(|s| s.name == pod_claim.name)
+    {
+        None => ClaimName::NotCreatedYet,
+        Some(status) => match &status.resource_claim_name {
+            None => ClaimName::NotNeeded,
+            Some(name) => ClaimName::Resolved {
+                name,
+                check_owner: true,
+            },
+        },
+    }
+}
+
+/// The templates the pod's claims are generated from.
+pub fn pod_template_names(pod: &model::Pod) -> impl Iterator<Item = &str> {
+    pod.resource_claims
+        .iter()
+        .filter_map(|c| c.resource_claim_template_name.as_deref())
+}
+
+/// The values `names` gives, `ns/<name>` in the pod's namespace, without duplicates.
+fn in_namespace<'a>(pod: &model::Pod, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut keys = Vec::new();
+    for name in names {
+        push_unique(&mut keys, ObjectKey::new(pod.meta.namespace.as_str(), name));
+    }
     keys.iter().map(ToString::to_string).collect()
 }
 
 /// Index values: `ns/<pvc>` for each PVC the pod's volumes name.
 pub fn pvc_names(pod: &model::Pod) -> Vec<String> {
-    keys(pvc_protection::pod_pvc_keys(pod))
+    pod_pvc_keys(pod).iter().map(ToString::to_string).collect()
 }
 
-/// Index values: `ns/<claim>` for each claim name the pod resolves to.
+/// Index values: `ns/<claim>` for each claim name the pod resolves to; claims
+/// not resolvable yet (or not needed) are not indexed.
 pub fn claim_names(pod: &model::Pod) -> Vec<String> {
-    keys(resource_claim::pod_claim_index_keys(pod))
+    let resolved = pod.resource_claims.iter().filter_map(|pod_claim| {
+        match resolve_claim_name(pod, pod_claim) {
+            ClaimName::Resolved { name, .. } => Some(name),
+            _ => None,
+        }
+    });
+    in_namespace(pod, resolved)
 }
 
+/// Index values: `ns/<template>` for each template the pod's claims are generated from.
 pub fn template_names(pod: &model::Pod) -> Vec<String> {
-    keys(resource_claim::pod_template_index_keys(pod))
+    in_namespace(pod, pod_template_names(pod))
 }
 
+/// Index values: the UIDs of the claim's controlling `v1` `Pod` owner references.
 pub fn owner_pod_uids(claim: &model::ResourceClaim) -> Vec<String> {
-    resource_claim::claim_owner_pod_uids(claim)
-        .map(str::to_string)
+    claim
+        .meta
+        .owner_references
+        .iter()
+        .filter(|o| o.is_pod_controller())
+        .map(|o| o.uid.clone())
         .collect()
 }
 
@@ -109,5 +201,66 @@ mod tests {
             template_names(&pod()),
             vec!["ns/gpu-template", "ns/fpga-template"]
         );
+    }
+
+    #[test]
+    fn duplicates_are_indexed_once() {
+        let mut p = pod();
+        p.volumes.push(PodVolume {
+            name: "again".into(),
+            source: VolumeSource::PersistentVolumeClaim("shared".into()),
+        });
+        p.resource_claims.push(PodResourceClaim {
+            name: "gpu2".into(),
+            resource_claim_name: None,
+            resource_claim_template_name: Some("gpu-template".into()),
+        });
+        assert_eq!(pvc_names(&p), vec!["ns/shared", "ns/web-scratch"]);
+        assert_eq!(
+            template_names(&p),
+            vec!["ns/gpu-template", "ns/fpga-template"]
+        );
+        assert_eq!(ephemeral_claim_name(&p, "scratch"), "web-scratch");
+    }
+
+    #[test]
+    fn resolution_follows_the_claim_source_and_the_pod_status() {
+        let p = pod();
+        let [direct, gpu, fpga] = &p.resource_claims[..] else {
+            panic!("three pod claims")
+        };
+        let resolved = |name, check_owner| ClaimName::Resolved { name, check_owner };
+        assert_eq!(resolve_claim_name(&p, direct), resolved("my-claim", false));
+        assert_eq!(resolve_claim_name(&p, gpu), resolved("web-gpu-x7k2p", true));
+        assert_eq!(resolve_claim_name(&p, fpga), ClaimName::NotNeeded);
+        let pending = PodResourceClaim {
+            name: "later".into(),
+            resource_claim_name: None,
+            resource_claim_template_name: Some("t".into()),
+        };
+        assert_eq!(resolve_claim_name(&p, &pending), ClaimName::NotCreatedYet);
+        let neither = PodResourceClaim {
+            name: "x".into(),
+            ..Default::default()
+        };
+        assert_eq!(resolve_claim_name(&p, &neither), ClaimName::Unsupported);
+    }
+
+    #[test]
+    fn owner_index_takes_only_a_controlling_pod() {
+        let owner = |api_version: &str, kind: &str, uid: &str, controller| OwnerReference {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            uid: uid.into(),
+            controller,
+            ..Default::default()
+        };
+        let mut claim = ResourceClaim::default();
+        claim.meta.owner_references = vec![
+            owner("apps/v1", "ReplicaSet", "rs", true),
+            owner("v1", "Pod", "not-controller", false),
+            owner("v1", "Pod", "pu", true),
+        ];
+        assert_eq!(owner_pod_uids(&claim), vec!["pu"]);
     }
 }

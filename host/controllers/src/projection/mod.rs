@@ -12,12 +12,12 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use rekon_contract::project;
 use rekon_guest::ephemeral::ClaimTemplate;
 use rekon_guest::model;
-use rekon_machinery::enqueue::PodView;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::cache::{Cache, ObjectKey, Projection, Reflected};
+use crate::events::PodView;
 
 mod indexes;
 

@@ -1,10 +1,8 @@
 //! Which PVC keys a watch event enqueues (upstream-behaviour §1.3).
 
-use rekon_machinery::enqueue::PodEvent;
-use rekon_machinery::enqueue::pvc_protection as rules;
-
-use super::PvcProtection;
+use super::{PvcProtection, rules};
 use crate::cache::{Change, ObjectKey};
+use crate::events::PodEvent;
 use crate::projection::{CachedPod, CachedPvc};
 
 impl PvcProtection {

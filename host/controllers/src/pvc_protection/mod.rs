@@ -7,6 +7,9 @@
 
 mod keys;
 mod live;
+#[cfg(feature = "native")]
+mod native;
+pub mod rules;
 pub mod validate;
 
 use std::collections::HashMap;
@@ -30,7 +33,7 @@ use live::PodsByPvc;
 use rekon_contract::PvcProtectionWorld;
 
 pub const NAME: &str = "pvc-protection";
-pub use rekon_machinery::enqueue::pvc_protection::FINALIZER;
+pub use rules::FINALIZER;
 
 pub struct PvcProtection {
     ctx: Arc<Context>,
@@ -76,6 +79,11 @@ impl Builtin for PvcProtection {
             decider,
             live: LivePodLists::default(),
         }
+    }
+
+    #[cfg(feature = "native")]
+    fn native() -> Option<Arc<dyn Decider<PvcProtectionWorld>>> {
+        Some(Arc::new(crate::decider::Native))
     }
 }
 

@@ -4,8 +4,9 @@
 //! itself finds no pod using the PVC (§1.2, §1.5).
 
 use rekon_guest::model::{Pod, PvcAction, PvcInput, VolumeSource};
-use rekon_machinery::enqueue::pvc_protection::{FINALIZER, ephemeral_claim_name};
 
+use super::FINALIZER;
+use crate::projection::ephemeral_claim_name;
 use crate::validate::{MAX_NAME, Rejected, bounded, check_count, shown, versioned};
 
 /// Upstream makes one write per PVC key.

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use super::validate::{ClaimWrite, plan_claim};
 use crate::decider::Decider;
 use crate::reconcile::{Outcome, ReconcileError};
+use crate::validate::Rejected;
 use crate::writes::{Deleted, Writer};
 use rekon_contract::{ResourceClaimDecision, ResourceClaimInput, ResourceClaimWorld};
 
@@ -180,10 +181,14 @@ impl ResourceClaimController {
         for name in names {
             let unknown = |r: &Reservation| r.consumer.name == *name && r.pod == PodLookup::Unknown;
             if !input.reservations.iter().any(unknown) {
-                return Err(ReconcileError::rejected(&format!(
-                    "guest asked for a live GET of pod {ns}/{}, which is not an unknown reservedFor entry",
-                    crate::validate::shown(name)
-                )));
+                return Err(Rejected::decision(
+                    key,
+                    format!(
+                        "guest asked for a live GET of pod {ns}/{}, which is not an unknown reservedFor entry",
+                        crate::validate::shown(name)
+                    ),
+                )
+                .into());
             }
             let result = api.get_opt(name).await;
             self.ctx.journal.record(Entry::Write {

@@ -1,16 +1,16 @@
 //! Work-queue keys of the resource-claim controller: `pod:<ns>/<name>` and
 //! `claim:<ns>/<name>` share one queue (upstream-behaviour §3), and which keys
-//! each watch event enqueues (§3.3, rules in rekon_machinery::enqueue).
+//! each watch event enqueues (§3.3, by the rules of `rules.rs`).
 
 use std::fmt;
 use std::sync::Arc;
 
 use rekon_guest::model;
-use rekon_machinery::enqueue::EventKind;
-use rekon_machinery::enqueue::resource_claim::{self as rules, ClaimWork, Lookup};
 
 use super::ResourceClaimController;
+use super::rules::{self, ClaimWork, Lookup};
 use crate::cache::{Change, ObjectKey};
+use crate::events::EventKind;
 use crate::projection::{
     ALLOCATED, CLAIMS_BY_ALLOCATION, CachedPod, PODS_BY_CLAIM, PODS_BY_TEMPLATE,
 };

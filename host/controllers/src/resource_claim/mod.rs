@@ -8,7 +8,10 @@
 mod claim;
 mod keys;
 mod metrics;
+#[cfg(feature = "native")]
+mod native;
 mod pod;
+pub mod rules;
 pub mod validate;
 
 use std::collections::HashSet;
@@ -31,6 +34,7 @@ use crate::cache::ObjectKey;
 use crate::context::{Context, reference};
 use crate::decider::{Decider, Slot};
 use crate::journal::{Entry, Journal};
+use crate::observe::MetricFamily;
 use crate::projection::{CLAIMS_BY_OWNER_UID, CachedPod};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::{Builtin, Reconciler};
@@ -71,6 +75,10 @@ impl Reconciler for ResourceClaimController {
         watches.on::<model::ResourceClaimTemplate>(move |change| this.keys_for_template(change));
     }
 
+    fn metrics(&self) -> Vec<MetricFamily> {
+        self.metrics.families()
+    }
+
     async fn reconcile(&self, key: &ClaimControllerKey) -> Result<Outcome, ReconcileError> {
         match key {
             ClaimControllerKey::Pod(k) => self.sync_pod(k).await,
@@ -108,6 +116,11 @@ impl Builtin for ResourceClaimController {
             deleted_pods: Mutex::new(DeletedPods::new(500)),
             metrics: ClaimMetrics::default(),
         }
+    }
+
+    #[cfg(feature = "native")]
+    fn native() -> Option<Arc<dyn Decider<ResourceClaimWorld>>> {
+        Some(Arc::new(crate::decider::Native))
     }
 }
 

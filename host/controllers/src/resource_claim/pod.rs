@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{NAME, ResourceClaimController, consumer_json};
 use crate::budget::{error_text, logged};
 use crate::cache::ObjectKey;
-use rekon_machinery::enqueue::resource_claim::{ClaimName, resolve_claim_name};
+use crate::projection::{ClaimName, resolve_claim_name};
 
 use super::validate::{PodWrite, plan_pod};
 use crate::context::reference;

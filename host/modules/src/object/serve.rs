@@ -115,7 +115,7 @@ pub fn serve(
 async fn discover(client: &Client, every: Duration) {
     let mut logged = false;
     loop {
-        match rekon_controllers::registry::serves(client, API).await {
+        match rekon_controllers::selection::serves(client, API).await {
             Ok(true) => {
                 tracing::info!(api = API, "serving worlds from DecisionModule objects");
                 return;

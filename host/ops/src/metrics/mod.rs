@@ -1,12 +1,12 @@
 //! The Prometheus registry behind `/metrics`: controller-runtime's reconcile and
 //! work-queue families, client-go's leader-election gauge, rekon's per-guest
-//! families and the resource-claim controller's own counters.
+//! families and each controller's own families (resource-claim's counters).
 //!
 //! Names and labels follow controller-runtime so existing dashboards and alerts
 //! work unchanged. prometheus-client appends `_total` to counters when encoding,
 //! so counters are registered without it.
 
-mod claims;
+mod controllers;
 mod labels;
 mod observer;
 
@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use rekon_controllers::host::HostProbe;
 
 use crate::guest_status::{GuestStatus, ShadowOutcome};
-use claims::ClaimCollector;
+use controllers::ControllerCollector;
 use labels::{
     ControllerLabels, GuestInfoLabels, GuestLabels, QueueLabels, ResultLabels, ShadowLabels,
 };
@@ -75,7 +75,7 @@ pub struct Metrics {
     controller_enabled: Family<ControllerLabels, Gauge>,
     /// The `rekon_guest_info` series currently set, by controller.
     active_modules: Mutex<HashMap<String, GuestInfoLabels>>,
-    claims: Arc<ClaimCollector>,
+    controllers: Arc<ControllerCollector>,
 }
 
 impl Default for Metrics {
@@ -106,7 +106,7 @@ impl Metrics {
             reconcile_panics: Family::default(),
             controller_enabled: Family::default(),
             active_modules: Mutex::default(),
-            claims: Arc::new(ClaimCollector::default()),
+            controllers: Arc::new(ControllerCollector::default()),
         };
         metrics.register();
         metrics
@@ -199,7 +199,7 @@ impl Metrics {
             "1 while the controller runs; 0 when --controllers disables it, the server does not serve its API yet or its world has no decision module yet",
             self.controller_enabled.clone(),
         );
-        r.register_collector(Box::new(self.claims.clone()));
+        r.register_collector(Box::new(self.controllers.clone()));
     }
 
     /// Creates every label set of a controller with zero values, as
@@ -225,7 +225,7 @@ impl Metrics {
     /// The host whose controllers' own counters `/metrics` reports from now on
     /// (a new one each time this replica starts leading).
     pub fn watch_host(&self, host: HostProbe) {
-        self.claims.set_source(host);
+        self.controllers.set_source(host);
     }
 
     /// The whole registry in the OpenMetrics text format.

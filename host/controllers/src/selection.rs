@@ -1,44 +1,11 @@
-//! Every controller rekon can run, and which of them run: `--controllers`
-//! (kube-controller-manager's syntax) and API discovery.
+//! Which controllers run: `--controllers` (kube-controller-manager's syntax)
+//! and API discovery (whether the server serves the APIs a controller needs).
 
 use std::str::FromStr;
 
 use kube::Client;
 
-use crate::host::{Running, Shared, StartError, start};
-use crate::reconciler::Builtin;
-
-/// One controller kind: its name, the APIs it needs, how to start it.
-pub struct Registration {
-    pub name: &'static str,
-    /// The WIT world its decisions come from.
-    pub world: &'static str,
-    pub apis: &'static [&'static str],
-    pub(crate) start: fn(&Shared) -> Result<Running, StartError>,
-}
-
-impl Registration {
-    pub const fn of<R: Builtin>() -> Self {
-        Self {
-            name: R::NAME,
-            world: <R::World as rekon_contract::WitWorld>::NAME,
-            apis: R::APIS,
-            start: start::<R>,
-        }
-    }
-}
-
-/// The controllers, in start order. Adding a controller is one line here.
-pub const CONTROLLERS: &[Registration] = &[
-    Registration::of::<crate::pvc_protection::PvcProtection>(),
-    Registration::of::<crate::resource_claim::ResourceClaimController>(),
-    Registration::of::<crate::ephemeral_volume::EphemeralVolumeController>(),
-];
-
-/// The names of every controller.
-pub fn names() -> impl Iterator<Item = &'static str> {
-    CONTROLLERS.iter().map(|c| c.name)
-}
+use crate::builtin::{CONTROLLERS, names};
 
 /// Which controllers run, as kube-controller-manager's `--controllers`: a list
 /// of names, `*` for all, `-name` to disable one. An explicit name wins over

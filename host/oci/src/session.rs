@@ -1,5 +1,5 @@
-//! Reads from a registry with every body capped before it is buffered and
-//! every request timed: manifests, signature payloads, wasm layers, bearer
+//! A session with one registry: reads with every body capped before it is
+//! buffered and every request timed: manifests, signature payloads, wasm layers, bearer
 //! tokens and error bodies. oci-client reads whole bodies (`bytes()`, `text()`)
 //! and takes no limit, so the pull path speaks the distribution API through
 //! reqwest directly, with the token handshake distribution documents (a 401
@@ -15,9 +15,8 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, WWW_AUTHENTICATE};
 
 use crate::auth::RegistryAuth;
-use crate::error::OciError;
+use crate::error::{OciError, error_chain};
 use crate::reference::ModuleRef;
-use crate::transport::error_chain;
 
 /// The largest manifest (and signature manifest) read; registries refuse larger ones too.
 pub const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;

@@ -1,9 +1,6 @@
-//! Which keys an informer event enqueues: pure functions over the model records,
-//! one module per controller. The caller unwraps delete tombstones
+//! Informer events as the controllers' enqueue rules see them (each
+//! controller's rules are its `rules.rs`). The caller unwraps delete tombstones
 //! (`DeletedFinalStateUnknown`) into plain deletes before calling.
-
-pub mod pvc_protection;
-pub mod resource_claim;
 
 use rekon_guest::model;
 
@@ -32,7 +29,7 @@ pub enum EventKind {
 }
 
 /// Append `item` unless present; enqueue lists are short, order is kept.
-fn push_unique<T: PartialEq>(list: &mut Vec<T>, item: T) {
+pub(crate) fn push_unique<T: PartialEq>(list: &mut Vec<T>, item: T) {
     if !list.contains(&item) {
         list.push(item);
     }

@@ -1,5 +1,6 @@
-//! The registry: the API semantics (create/update/patch/delete/get/list) on top of the object
-//! storage, shared by the HTTP layer and the in-process cluster behaviours.
+//! The API verbs (create/update/patch/delete/get/list, the scale subresource) on top of the
+//! object storage: what upstream calls the registry, shared by the HTTP layer and the
+//! in-process cluster behaviours.
 //!
 //! Every operation runs under one lock, so each request is atomic, like an etcd transaction.
 
@@ -47,7 +48,7 @@ pub enum StoreError {
     },
 }
 
-/// Behaviour of the registry that the server configuration decides.
+/// Behaviour of the verbs that the server configuration decides.
 #[derive(Debug, Clone)]
 pub struct StoreSettings {
     pub history: HistoryLimits,

@@ -1,4 +1,4 @@
-//! DRA ResourceClaim controller event rules (upstream-behaviour §3.1-§3.3).
+//! The resource-claim controller's event rules (upstream-behaviour §3.1-§3.3).
 //!
 //! The controller has two kinds of keys, pod keys and claim keys; these functions
 //! return both as [`ClaimWork`] and leave the key encoding (`pod:`/`claim:`) to
@@ -9,51 +9,9 @@ use std::borrow::Borrow;
 
 use rekon_guest::model;
 
-use super::{EventKind, push_unique};
-use crate::ObjectKey;
-
-/// The name a pod claim resolves to (upstream `resourceclaim.Name`, 1.28+).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaimName<'a> {
-    /// The claim's name. `check_owner`: the claim was generated for this pod, so
-    /// it only counts if the pod controls it.
-    Resolved { name: &'a str, check_owner: bool },
-    /// The pod status records that no claim is needed (null name).
-    NotNeeded,
-    /// Template-based and not in the pod status yet.
-    NotCreatedYet,
-    /// Neither a claim name nor a template name.
-    Unsupported,
-}
-
-pub fn resolve_claim_name<'a>(
-    pod: &'a model::Pod,
-    pod_claim: &'a model::PodResourceClaim,
-) -> ClaimName<'a> {
-    if let Some(name) = &pod_claim.resource_claim_name {
-        return ClaimName::Resolved {
-            name,
-            check_owner: false,
-        };
-    }
-    if pod_claim.resource_claim_template_name.is_none() {
-        return ClaimName::Unsupported;
-    }
-    match pod
-        .resource_claim_statuses
-        .iter()
-        .find(|s| s.name == pod_claim.name)
-    {
-        None => ClaimName::NotCreatedYet,
-        Some(status) => match &status.resource_claim_name {
-            None => ClaimName::NotNeeded,
-            Some(name) => ClaimName::Resolved {
-                name,
-                check_owner: true,
-            },
-        },
-    }
-}
+use crate::cache::ObjectKey;
+use crate::events::{EventKind, push_unique};
+use crate::projection::{ClaimName, pod_template_names, resolve_claim_name};
 
 /// What the informer says about a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,51 +174,12 @@ where
         .collect()
 }
 
-// ---- index functions (§3.2) ----
-
-/// Pod → claim index: the resolved claim names of the pod's claims; claims not
-/// resolvable yet (or not needed) are not indexed.
-pub fn pod_claim_index_keys(pod: &model::Pod) -> Vec<ObjectKey> {
-    let mut keys = Vec::new();
-    for pod_claim in &pod.resource_claims {
-        if let ClaimName::Resolved { name, .. } = resolve_claim_name(pod, pod_claim) {
-            push_unique(&mut keys, ObjectKey::new(pod.meta.namespace.as_str(), name));
-        }
-    }
-    keys
-}
-
-/// Pod → template index: the templates the pod's claims are generated from.
-pub fn pod_template_index_keys(pod: &model::Pod) -> Vec<ObjectKey> {
-    let mut keys = Vec::new();
-    for name in pod_template_names(pod) {
-        push_unique(&mut keys, ObjectKey::new(pod.meta.namespace.as_str(), name));
-    }
-    keys
-}
-
-/// Claim → owner index: UIDs of the claim's controlling `v1` `Pod` owner references.
-pub fn claim_owner_pod_uids(claim: &model::ResourceClaim) -> impl Iterator<Item = &str> {
-    claim
-        .meta
-        .owner_references
-        .iter()
-        .filter(|o| o.is_pod_controller())
-        .map(|o| o.uid.as_str())
-}
-
-fn pod_template_names(pod: &model::Pod) -> impl Iterator<Item = &str> {
-    pod.resource_claims
-        .iter()
-        .filter_map(|c| c.resource_claim_template_name.as_deref())
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::enqueue::fixtures::*;
+    use crate::events::fixtures::*;
     use model::PodPhase::*;
 
     fn template_claim(name: &str, template: &str) -> model::PodResourceClaim {
@@ -336,39 +255,6 @@ mod tests {
 
     fn names(keys: &[ObjectKey]) -> Vec<String> {
         keys.iter().map(ToString::to_string).collect()
-    }
-
-    // ---- name resolution ----
-
-    #[test]
-    fn resolution_follows_the_claim_source_and_the_pod_status() {
-        let mut p = pod("p", "pu");
-        p.resource_claim_statuses = vec![status("gen", Some("p-gen-x1")), status("none", None)];
-        let direct = direct_claim("d", "shared");
-        assert_eq!(
-            resolve_claim_name(&p, &direct),
-            ClaimName::Resolved {
-                name: "shared",
-                check_owner: false
-            }
-        );
-        let generated = template_claim("gen", "t");
-        assert_eq!(
-            resolve_claim_name(&p, &generated),
-            ClaimName::Resolved {
-                name: "p-gen-x1",
-                check_owner: true
-            }
-        );
-        let not_needed = template_claim("none", "t");
-        assert_eq!(resolve_claim_name(&p, &not_needed), ClaimName::NotNeeded);
-        let pending = template_claim("later", "t");
-        assert_eq!(resolve_claim_name(&p, &pending), ClaimName::NotCreatedYet);
-        let neither = model::PodResourceClaim {
-            name: "x".into(),
-            ..Default::default()
-        };
-        assert_eq!(resolve_claim_name(&p, &neither), ClaimName::Unsupported);
     }
 
     // ---- PodNeedsWork ----
@@ -600,7 +486,7 @@ mod tests {
         assert_eq!(names(&work.pods), ["ns/p"]);
     }
 
-    // ---- templates and indexes ----
+    // ---- templates ----
 
     #[test]
     fn a_template_add_enqueues_the_pods_of_its_namespace_that_reference_it() {
@@ -618,37 +504,5 @@ mod tests {
             names(&pods_for_template_add(&t, [&a, &b, &elsewhere])),
             ["ns/a"]
         );
-    }
-
-    #[test]
-    fn index_functions() {
-        let mut p = pod("p", "pu");
-        p.resource_claims = vec![
-            template_claim("gen", "gpu"),
-            direct_claim("d", "shared"),
-            template_claim("later", "gpu"),
-        ];
-        p.resource_claim_statuses = vec![status("gen", Some("p-gen-x1"))];
-        assert_eq!(
-            names(&pod_claim_index_keys(&p)),
-            ["ns/p-gen-x1", "ns/shared"]
-        );
-        assert_eq!(names(&pod_template_index_keys(&p)), ["ns/gpu"]);
-
-        let mut c = owned_by(claim("p-gen-x1"), &p);
-        c.meta.owner_references.push(model::OwnerReference {
-            api_version: "apps/v1".into(),
-            kind: "ReplicaSet".into(),
-            uid: "rs".into(),
-            controller: true,
-            ..Default::default()
-        });
-        c.meta.owner_references.push(model::OwnerReference {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            uid: "not-controller".into(),
-            ..Default::default()
-        });
-        assert_eq!(claim_owner_pod_uids(&c).collect::<Vec<_>>(), ["pu"]);
     }
 }

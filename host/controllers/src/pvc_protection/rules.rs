@@ -1,10 +1,11 @@
-//! PVC protection event rules (upstream-behaviour §1.1, §1.3). Keys are PVC
-//! `namespace/name`.
+//! PVC protection's event rules (upstream-behaviour §1.1, §1.3): pure
+//! functions over the model records. Keys are PVC `namespace/name`.
 
 use rekon_guest::model;
 
-use super::{PodEvent, PodView, push_unique};
-use crate::ObjectKey;
+use crate::cache::ObjectKey;
+use crate::events::{PodEvent, PodView, push_unique};
+use crate::projection::pod_pvc_keys;
 
 pub const FINALIZER: &str = "kubernetes.io/pvc-protection";
 
@@ -25,26 +26,6 @@ pub fn pod_terminated(pod: PodView<'_>) -> bool {
         pod.pod.phase,
         model::PodPhase::Succeeded | model::PodPhase::Failed
     ) || (pod.pod.meta.is_deleting() && !pod.container_running)
-}
-
-/// The PVC an ephemeral volume of `pod` gets: `<pod>-<volume>`, no suffix.
-pub fn ephemeral_claim_name(pod: &model::Pod, volume: &str) -> String {
-    format!("{}-{volume}", pod.meta.name)
-}
-
-/// Every PVC the pod references: the claimName of each PVC volume and the
-/// ephemeral claim name of each ephemeral volume (no owner check). These are also
-/// the pod → PVC index keys. In volume order, without duplicates.
-pub fn pod_pvc_keys(pod: &model::Pod) -> Vec<ObjectKey> {
-    let mut keys = Vec::with_capacity(pod.volumes.len());
-    for volume in &pod.volumes {
-        let name = match &volume.source {
-            model::VolumeSource::PersistentVolumeClaim(claim) => claim.clone(),
-            model::VolumeSource::Ephemeral => ephemeral_claim_name(pod, &volume.name),
-        };
-        push_unique(&mut keys, ObjectKey::new(pod.meta.namespace.as_str(), name));
-    }
-    keys
 }
 
 /// §1.3 rule 1: a PVC add or update enqueues the PVC if there is something to do;
@@ -85,7 +66,7 @@ pub fn keys_for_pod_event(event: PodEvent<'_>) -> Vec<ObjectKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::enqueue::fixtures::*;
+    use crate::events::fixtures::*;
     use model::PodPhase::*;
 
     fn pvc(finalizer: bool, deleting: bool) -> model::Pvc {
@@ -176,13 +157,6 @@ mod tests {
         let d = deleting(p.clone());
         assert!(pod_terminated(view(&d)), "deleting, nothing runs");
         assert!(!pod_terminated(running(&d)), "deleting, a container runs");
-    }
-
-    #[test]
-    fn pod_pvc_keys_cover_pvc_and_ephemeral_volumes_once() {
-        let p = with_volumes(pod("web", "u"));
-        assert_eq!(names(&pod_pvc_keys(&p)), ["ns/shared", "ns/web-scratch"]);
-        assert_eq!(ephemeral_claim_name(&p, "scratch"), "web-scratch");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Turning a request body into an object the registry can store: decoding, defaulting,
+//! Turning a request body into an object the verbs can store: decoding, defaulting,
 //! the create-time status reset, and validation (400 for undecodable bodies, 422 for invalid
 //! objects).
 
