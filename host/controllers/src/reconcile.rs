@@ -28,11 +28,7 @@ pub enum ReconcileError {
     /// The guest asked for something outside the key's scope; nothing was
     /// written. Guest strings in it are cut to the error budget when shown.
     #[error("action rejected: {}", crate::budget::error_text(&.0.to_string()))]
-    Refused(#[from] Rejected),
-    /// A controller module's refusal, as text (until `generic/` keeps its
-    /// refusal typed as [`Self::Refused`] too).
-    #[error("action rejected: {0}")]
-    Rejected(String),
+    Rejected(#[from] Rejected),
     #[error(transparent)]
     Write(#[from] WriteError),
     /// A read the decision needed failed (live list or GET).

@@ -7,7 +7,7 @@
 //! is the upstream controller's behaviour (upstream-behaviour §1, §3): a guest
 //! may choose among the writes the upstream controller could make for this key,
 //! never anything else. A refusal stays typed up to the reconcile error
-//! (`ReconcileError::Refused`).
+//! (`ReconcileError::Rejected`).
 
 /// Longest name, uid, resourceVersion, finalizer or consumer field accepted
 /// from a guest (a DNS subdomain).

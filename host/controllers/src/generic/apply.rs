@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::validate::{ChildWrite, Plan};
 use super::{Cached, Generic};
 use crate::reconcile::{Outcome, ReconcileError};
+use crate::validate::Rejected;
 use crate::writes::{WriteError, Writer};
 
 impl Generic {
@@ -124,7 +125,10 @@ impl Generic {
         match child {
             ChildWrite::Create { kind, object } => {
                 let object: DynamicObject = serde_json::from_value(object).map_err(|err| {
-                    ReconcileError::Rejected(format!("{key}: create-child {kind}: {err}"))
+                    ReconcileError::from(Rejected::decision(
+                        key,
+                        format!("create-child {kind}: {err}"),
+                    ))
                 })?;
                 let created = writer
                     .create_object(key, &api, &plural, namespace, &object)

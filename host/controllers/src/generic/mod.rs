@@ -46,6 +46,7 @@ use crate::cache::{Cache, Change, ObjectKey};
 use crate::context::Context;
 use crate::decider::{Decider, Slot};
 use crate::reconcile::{Outcome, ReconcileError, decide};
+use crate::validate::Rejected;
 use crate::reconciler::Reconciler;
 use crate::watches::Watches;
 use relate::{BY_NAMESPACE, Relation};
@@ -326,7 +327,7 @@ impl Generic {
                 child: &child,
             };
             validate::plan(&self.checked, &seen, &actions)
-                .map_err(|refusal| ReconcileError::Rejected(refusal.to_string()))?
+                .map_err(|refusal| ReconcileError::from(Rejected::from(refusal)))?
         };
         let guest = decider.info();
         let writes = plan.writes();

@@ -10,6 +10,7 @@ use super::{Cached, Generic};
 use crate::budget::cut;
 use crate::journal::Entry;
 use crate::reconcile::ReconcileError;
+use crate::validate::Rejected;
 
 impl Generic {
     pub(super) async fn read(
@@ -23,9 +24,11 @@ impl Generic {
         for request in requests {
             let kind = request.kind();
             let Some(read) = self.checked.read(kind) else {
-                return Err(ReconcileError::Rejected(format!(
-                    "{key}: read {kind}: not declared in the module's scope"
-                )));
+                return Err(Rejected::decision(
+                    key,
+                    format!("read {kind}: not declared in the module's scope"),
+                )
+                .into());
             };
             let resolved = self.resolved(kind);
             let api = self.api(kind, namespace);
@@ -70,10 +73,14 @@ impl Generic {
                 }
                 ReadRequest::Get(get) => {
                     if resolved.namespaced && namespace.is_empty() {
-                        return Err(ReconcileError::Rejected(format!(
-                            "{key}: read {kind} {:?}: a cluster-scoped primary can only list a namespaced kind",
-                            cut(&get.name, 256)
-                        )));
+                        return Err(Rejected::decision(
+                            key,
+                            format!(
+                                "read {kind} {:?}: a cluster-scoped primary can only list a namespaced kind",
+                                cut(&get.name, 256)
+                            ),
+                        )
+                        .into());
                     }
                     let result = api.get_opt(&get.name).await;
                     self.ctx.journal.record(Entry::read(

@@ -22,6 +22,15 @@ pub struct Refusal {
     pub reason: String,
 }
 
+impl From<Refusal> for crate::validate::Rejected {
+    fn from(refusal: Refusal) -> Self {
+        Self::decision(
+            &refusal.key,
+            format!("{}: {}", refusal.action, refusal.reason),
+        )
+    }
+}
+
 /// A child write, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChildWrite {
