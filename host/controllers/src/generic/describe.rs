@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn every_refusal_names_the_field() {
         let mut bad_name = foo();
-        bad_name.name = "Sample_Controller".into();
+        bad_name.name = "Example_Controller".into();
         assert!(matches!(check(bad_name), Err(DescriptionError::Name(_))));
 
         let mut unwatched_child = foo();

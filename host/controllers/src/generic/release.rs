@@ -392,7 +392,7 @@ mod tests {
             vec![
                 pvc("deleting", &[OURS], true),
                 pv("pv-deleting", &[OURS]),
-                pv("pv-held", &[OURS, "kubernetes.io/pv-protection"]),
+                pv("pv-held", &[OURS, "example.com/other-finalizer"]),
             ],
         )
         .await;
@@ -410,7 +410,7 @@ mod tests {
         let held = pvs.get("pv-held").await.unwrap();
         assert_eq!(
             held.metadata.finalizers.unwrap(),
-            ["kubernetes.io/pv-protection"],
+            ["example.com/other-finalizer"],
             "still deleting, held by the other finalizer"
         );
         server.shutdown().await;

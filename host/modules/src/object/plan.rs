@@ -302,14 +302,14 @@ mod tests {
     fn a_name_that_is_no_world_is_a_controller_module_which_needs_a_scope() {
         let module = serde_json::json!({"configMap": {"namespace": "a", "name": "b", "key": "c"}});
         let target = validate(
-            &object(serde_json::json!({"world": "pv-protection", "module": module, "scope": {}})),
+            &object(serde_json::json!({"world": "volume-guard", "module": module, "scope": {}})),
             256,
         )
         .unwrap();
-        assert_eq!(target, Target::Controller("pv-protection".into()));
+        assert_eq!(target, Target::Controller("volume-guard".into()));
         assert!(
-            refusal(serde_json::json!({"world": "pv-protection", "module": module}))
-                .starts_with("spec.scope: required for controller module \"pv-protection\"")
+            refusal(serde_json::json!({"world": "volume-guard", "module": module}))
+                .starts_with("spec.scope: required for controller module \"volume-guard\"")
         );
         assert!(
             refusal(serde_json::json!({"world": "pvc-protection", "module": module, "scope": {}}))
@@ -338,7 +338,7 @@ mod tests {
             ),
         ] {
             let mut spec =
-                serde_json::json!({"world": "pv-protection", "module": module, "scope": {}});
+                serde_json::json!({"world": "volume-guard", "module": module, "scope": {}});
             spec[field] = value;
             assert!(
                 refusal(spec).starts_with(&format!("spec.{field}: not available")),
