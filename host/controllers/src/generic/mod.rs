@@ -46,8 +46,8 @@ use crate::cache::{Cache, Change, ObjectKey};
 use crate::context::Context;
 use crate::decider::{Decider, Slot};
 use crate::reconcile::{Outcome, ReconcileError, decide};
-use crate::validate::Rejected;
 use crate::reconciler::Reconciler;
+use crate::validate::Rejected;
 use crate::watches::Watches;
 use relate::{BY_NAMESPACE, Relation};
 
