@@ -21,6 +21,13 @@ fn one_line(err: &wasmtime::Error) -> String {
         .join(": ")
 }
 
+/// Whether creating a memory image failed only because its memfd could not be
+/// sealed yet (EBUSY: pages of it still referenced).
+fn sealing_was_busy(err: &wasmtime::Error) -> bool {
+    err.chain()
+        .any(|cause| cause.to_string().contains("cannot add seals to the memfd"))
+}
+
 /// Where a call failed: instantiation errors that are not the guest's fault
 /// (a full instance pool) are reported differently from traps.
 #[derive(Clone, Copy)]
@@ -85,6 +92,11 @@ impl GuestPre {
         let Some(binding) = self.binding::<W>() else {
             return Err(self.wrong_world(W::function(&input)));
         };
+        if !self.primed.load(std::sync::atomic::Ordering::Acquire) {
+            // The first instance creates the memory images; a failure here is
+            // reported by the decision below.
+            let _ = self.instantiate();
+        }
         let mut store = self.new_store();
         binding.decide(&mut store, input).map_err(|err| match err {
             CallError::Instantiate(err) => self.classify(err, Phase::Instantiate, store.data()),
@@ -94,12 +106,28 @@ impl GuestPre {
 
     /// Creates a fresh store and instance and drops them: the fixed cost of
     /// every decision, and a health check before a guest is published.
+    ///
+    /// The first instance of a module creates its memory images (a sealed
+    /// memfd each), and sealing fails with EBUSY while the kernel still holds
+    /// references to the freshly written pages (seen under a loaded machine):
+    /// that is retried a few times, briefly. Later instances reuse the images.
     pub fn instantiate(&self) -> Result<(), RuntimeError> {
-        let mut store = self.new_store();
-        self.instance_pre()
-            .instantiate(&mut store)
-            .map(drop)
-            .map_err(|err| self.classify(err, Phase::Instantiate, store.data()))
+        let mut retries = 0;
+        loop {
+            let mut store = self.new_store();
+            match self.instance_pre().instantiate(&mut store) {
+                Ok(_) => {
+                    self.primed
+                        .store(true, std::sync::atomic::Ordering::Release);
+                    return Ok(());
+                }
+                Err(err) if retries < 5 && sealing_was_busy(&err) => {
+                    retries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10 << retries));
+                }
+                Err(err) => return Err(self.classify(err, Phase::Instantiate, store.data())),
+            }
+        }
     }
 
     fn classify(&self, err: wasmtime::Error, phase: Phase, state: &DecisionState) -> RuntimeError {

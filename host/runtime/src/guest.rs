@@ -27,6 +27,9 @@ pub struct GuestPre {
     /// An `Arc<dyn WorldBinding<W, DecisionState>>` for the guest's world `W`.
     bound: Arc<dyn Any + Send + Sync>,
     engine: Engine,
+    /// Whether an instance was made yet: the first one creates the module's
+    /// memory images, which can fail transiently (see `decide::instantiate`).
+    pub(crate) primed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The world binding of a component, type-erased so a `GuestPre` is one type.
@@ -66,6 +69,7 @@ impl GuestPre {
             pre,
             bound: bound.binding,
             engine,
+            primed: Arc::default(),
         }
     }
 
