@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume};
+use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use rekon_controllers::host::{Host, HostConfig};
@@ -25,7 +25,7 @@ use rekon_modules::testing::with_custom_section;
 use rekon_modules::{ModuleDigest, Modules, ModulesOptions, WatchOptions, Watching};
 use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
-use rekon_tests::objects::{self, wait_for};
+use rekon_tests::objects::{self, create_namespace, wait_for};
 use serde_json::{Value, json};
 
 const NS: &str = "modules";
@@ -97,14 +97,7 @@ async fn setup(dir: Option<&Path>) -> Setup {
         },
     )
     .await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    create_namespace(&client, NS).await;
     let options = match dir {
         Some(dir) => ModulesOptions {
             wait_for_modules: true,

@@ -41,7 +41,7 @@ use rekon_ops::Health;
 use rekon_runtime::World;
 use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
-use rekon_tests::objects::{self, wait_for};
+use rekon_tests::objects::{self, create_namespace, wait_for};
 use serde_json::json;
 
 const NS: &str = "modules";
@@ -282,7 +282,7 @@ async fn setup_with(crd: Option<CustomResourceDefinition>, discovery: Duration) 
     if let Some(crd) = &crd {
         install_crd(&client, crd).await;
     }
-    create_namespace(&client).await;
+    create_namespace(&client, NS).await;
     let rekon = start_rekon_with(&client, discovery).await;
     let kubeconfig = server.kubeconfig();
     Setup {
@@ -310,17 +310,6 @@ async fn install_crd(client: &Client, crd: &CustomResourceDefinition) {
         },
     )
     .await;
-}
-
-async fn create_namespace(client: &Client) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-        )
-        .await
-        .unwrap();
 }
 
 fn guest(stem: &str) -> Vec<u8> {

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use rekon_modules::ModuleDigest;
@@ -93,4 +93,19 @@ pub async fn status(
     })
     .await;
     found.unwrap_or_else(|| panic!("{name}: status never matched; last: {last:#?}"))
+}
+
+/// Creates namespace `name`.
+pub async fn create_namespace(client: &Client, name: &str) {
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
 }
