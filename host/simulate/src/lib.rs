@@ -182,22 +182,37 @@ pub fn host_config(deciders: &Deciders, journal: Arc<Journal>) -> HostConfig {
 /// all that is held besides the store's text.
 const LOAD_CHUNK: usize = 1024;
 
-/// Loads `state` into the store, in chunks unless it defines custom resources (those
-/// are loaded in one call, which puts the definitions before the objects they define).
-fn load(cluster: &EmbeddedCluster, state: Vec<Value>) -> Result<(), SimulateError> {
+/// The objects a simulation starts from.
+pub enum State {
+    /// Objects read from state files. Loaded in one call when they define custom
+    /// resources, which puts the definitions before the objects they define.
+    Objects(Vec<Value>),
+    /// Objects made as they are loaded (a generated workload, which defines no custom
+    /// resources): only one chunk of them is ever held.
+    Generated(Box<dyn Iterator<Item = Value> + Send>),
+}
+
+impl From<Vec<Value>> for State {
+    fn from(objects: Vec<Value>) -> Self {
+        State::Objects(objects)
+    }
+}
+
+/// Loads `state` into the store, in chunks unless it defines custom resources.
+fn load(cluster: &EmbeddedCluster, state: State) -> Result<(), SimulateError> {
     let store = cluster.server.store();
     let load = |objs| {
         store
             .load_objects(objs)
             .map_err(|e| SimulateError::State(e.to_string()))
     };
-    if state
-        .iter()
-        .any(|o| o["kind"] == "CustomResourceDefinition")
-    {
-        return load(state);
-    }
-    let mut objs = state.into_iter();
+    let mut objs: Box<dyn Iterator<Item = Value> + Send> = match state {
+        State::Objects(objs) if objs.iter().any(|o| o["kind"] == "CustomResourceDefinition") => {
+            return load(objs);
+        }
+        State::Objects(objs) => Box::new(objs.into_iter()),
+        State::Generated(objs) => objs,
+    };
     loop {
         let chunk: Vec<Value> = objs.by_ref().take(LOAD_CHUNK).collect();
         if chunk.is_empty() {
@@ -209,7 +224,7 @@ fn load(cluster: &EmbeddedCluster, state: Vec<Value>) -> Result<(), SimulateErro
 
 /// Runs a whole simulation.
 pub async fn simulate(
-    state: Vec<Value>,
+    state: impl Into<State>,
     steps: Vec<Step>,
     options: ClusterOptions,
     settle: Settle,
@@ -238,7 +253,7 @@ pub struct Outcome {
 /// [`simulate`], handing the final objects (sorted, without managedFields) to `each`
 /// one at a time instead of holding them all.
 pub async fn simulate_each(
-    state: Vec<Value>,
+    state: impl Into<State>,
     steps: Vec<Step>,
     options: ClusterOptions,
     settle: Settle,
@@ -247,7 +262,7 @@ pub async fn simulate_each(
     each: impl FnMut(Value),
 ) -> Result<Outcome, SimulateError> {
     let cluster = EmbeddedCluster::start(&options).await?;
-    load(&cluster, state)?;
+    load(&cluster, state.into())?;
     let host = Host::start(
         cluster.client.clone(),
         HostConfig {

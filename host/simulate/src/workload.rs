@@ -35,22 +35,19 @@ impl Workload {
         }
     }
 
-    /// The state: the namespace and `units` units.
-    pub fn state(self, units: usize) -> Vec<Value> {
-        let mut objects = Vec::with_capacity(1 + units * self.objects_per_unit());
-        objects.push(
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-        );
-        for i in 0..units {
-            match self {
-                Workload::Release => {
-                    objects.push(pvc(&format!("unused-{i}"), true));
-                    objects.push(pvc(&format!("used-{i}"), false));
-                    objects.push(running_pod(&format!("pod-{i}"), &format!("used-{i}")));
-                }
-            }
-        }
-        objects
+    /// The state: the namespace, then `units` units, made one object at a time so a
+    /// large run never holds the whole generated state (as JSON trees it costs several
+    /// times what the store keeps of it).
+    pub fn objects(self, units: usize) -> impl Iterator<Item = Value> + Send {
+        let namespace =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+        std::iter::once(namespace).chain((0..units).flat_map(move |i| match self {
+            Workload::Release => [
+                pvc(&format!("unused-{i}"), true),
+                pvc(&format!("used-{i}"), false),
+                running_pod(&format!("pod-{i}"), &format!("used-{i}")),
+            ],
+        }))
     }
 }
 
@@ -86,7 +83,7 @@ mod tests {
 
     #[test]
     fn a_release_unit_is_a_deleting_pvc_a_running_pod_and_its_pvc() {
-        let state = Workload::Release.state(2);
+        let state: Vec<Value> = Workload::Release.objects(2).collect();
         assert_eq!(state.len(), 1 + 2 * Workload::Release.objects_per_unit());
         let deleting: Vec<_> = state
             .iter()

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use rekon_apiserver::{FaultConfig, KubeletMode};
 use rekon_controllers::journal::Journal;
 use rekon_simulate::workload::Workload;
-use rekon_simulate::{ClusterOptions, Settle, simulate_each};
+use rekon_simulate::{ClusterOptions, Settle, State, simulate_each};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -71,9 +71,9 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let state = match args.workload {
-        Some(workload) => workload.state(args.units),
+        Some(workload) => State::Generated(Box::new(workload.objects(args.units))),
         None if args.state.is_empty() => anyhow::bail!("give --state or --workload"),
-        None => super::diff::read_state(&args.state)?,
+        None => State::Objects(super::diff::read_state(&args.state)?),
     };
     let steps = super::diff::read_script(args.script.as_deref())?;
     let faults = match &args.faults {
