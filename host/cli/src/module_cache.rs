@@ -114,7 +114,7 @@ pub fn load_bytes<'e>(
     if let Some(cached) = cache.get(&digest) {
         // SAFETY: the cache holds only bytes from `Engine::precompile` of an
         // engine with this compatibility hash, checked against their sidecar.
-        match unsafe { loader().id(id.clone()).precompiled(origin, &cached) } {
+        match unsafe { cached.load(loader(), origin, id.clone()) } {
             Err(LoadError::Compile { .. }) => {
                 tracing::warn!(module = %origin, "cached precompiled module did not load; recompiling");
                 cache.evict(&digest);
@@ -124,10 +124,9 @@ pub fn load_bytes<'e>(
     }
     match engine.precompile(origin, bytes) {
         Ok(precompiled) => {
-            let precompiled: std::sync::Arc<[u8]> = precompiled.into();
-            cache.put(&digest, precompiled.clone());
+            let stored = cache.put(&digest, precompiled.into());
             // SAFETY: just precompiled by this engine.
-            unsafe { loader().id(id).precompiled(origin, &precompiled) }
+            unsafe { stored.load(loader(), origin, id) }
         }
         // The loader tells apart core modules, .cwasm files and garbage.
         Err(_) => loader().id(id).bytes(origin, bytes),

@@ -1,7 +1,10 @@
 //! Precompiled modules keyed by (module digest, engine compatibility hash): in
-//! memory, and optionally in a directory so a restart skips compilation.
-//! Memory keeps only what [`PrecompiledCache::retain`] is told serves or may
-//! serve (active, shadow, rollback target); the directory keeps the rest.
+//! a directory, so a restart skips compilation, or in memory when there is no
+//! directory. A module loads from the directory's file mapped, not copied: the
+//! code is shared with the page cache and only the pages that run are resident,
+//! where bytes held in memory would cost the whole module twice (its copy here
+//! and the engine's). Memory keeps only what [`PrecompiledCache::retain`] is told
+//! serves or may serve (active, shadow, rollback target).
 //!
 //! The directory must be private to rekon: wasmtime maps precompiled bytes as
 //! executable code. Each file carries a sha256 sidecar so a torn or corrupted
@@ -11,6 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use rekon_runtime::{GuestId, GuestLoader, GuestPre};
 use sha2::{Digest as _, Sha256};
 
 use crate::digest::ModuleDigest;
@@ -23,6 +27,38 @@ pub enum CacheError {
 
 /// (module digest, engine compatibility hash).
 type CacheKey = (ModuleDigest, String);
+
+/// A precompiled module, where the cache holds it.
+#[derive(Debug, Clone)]
+pub enum Precompiled {
+    /// In memory (a cache without a directory, or one whose file could not be written).
+    Memory(Arc<[u8]>),
+    /// A file of the cache directory, checked against its sidecar.
+    File(PathBuf),
+}
+
+impl Precompiled {
+    /// Loads the module with `loader`; the guest is `id`, named `origin` in errors.
+    ///
+    /// # Safety
+    ///
+    /// The bytes or file must come from `Engine::precompile` of an engine with
+    /// the loader's compatibility hash (what this cache holds).
+    pub unsafe fn load(
+        &self,
+        loader: GuestLoader<'_>,
+        origin: &str,
+        id: GuestId,
+    ) -> Result<GuestPre, rekon_runtime::LoadError> {
+        // SAFETY: as the caller vouches.
+        unsafe {
+            match self {
+                Precompiled::Memory(bytes) => loader.id(id).precompiled(origin, bytes),
+                Precompiled::File(path) => loader.precompiled_file(origin, id, path),
+            }
+        }
+    }
+}
 
 pub struct PrecompiledCache {
     /// The engine's compatibility hash: bytes precompiled under another never match.
@@ -48,25 +84,29 @@ impl PrecompiledCache {
         })
     }
 
-    pub fn get(&self, module: &ModuleDigest) -> Option<Arc<[u8]>> {
+    pub fn get(&self, module: &ModuleDigest) -> Option<Precompiled> {
         let key = (module.clone(), self.engine.clone());
         if let Some(bytes) = self.memory.lock().unwrap().get(&key) {
-            return Some(bytes.clone());
+            return Some(Precompiled::Memory(bytes.clone()));
         }
-        let bytes: Arc<[u8]> = self.read_file(module)?.into();
-        self.memory.lock().unwrap().insert(key, bytes.clone());
-        Some(bytes)
+        self.checked_file(module).map(Precompiled::File)
     }
 
-    /// Stores precompiled bytes; a failed disk write is logged, never fatal.
-    pub fn put(&self, module: &ModuleDigest, bytes: Arc<[u8]>) {
-        if let Err(err) = self.write_file(module, &bytes) {
-            tracing::warn!(module = %module.short(), error = %err, "could not write the precompiled cache");
+    /// Stores precompiled bytes and says where they are now: in the directory
+    /// when there is one (a failed write is logged and the bytes kept in memory).
+    pub fn put(&self, module: &ModuleDigest, bytes: Arc<[u8]>) -> Precompiled {
+        match self.write_file(module, &bytes) {
+            Ok(Some(path)) => return Precompiled::File(path),
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!(module = %module.short(), error = %err, "could not write the precompiled cache");
+            }
         }
         self.memory
             .lock()
             .unwrap()
-            .insert((module.clone(), self.engine.clone()), bytes);
+            .insert((module.clone(), self.engine.clone()), bytes.clone());
+        Precompiled::Memory(bytes)
     }
 
     /// Forgets an entry whose bytes did not load.
@@ -99,29 +139,32 @@ impl PrecompiledCache {
         Some(dir.join(format!("{}-{}.cwasm", module.hex(), &self.engine[..16])))
     }
 
-    fn read_file(&self, module: &ModuleDigest) -> Option<Vec<u8>> {
+    /// The directory's file for `module` if its contents match their sidecar.
+    fn checked_file(&self, module: &ModuleDigest) -> Option<PathBuf> {
         let path = self.path(module)?;
         let bytes = std::fs::read(&path).ok()?;
         let expected = std::fs::read_to_string(sidecar(&path)).ok()?;
         if hex::encode(Sha256::digest(&bytes)) == expected.trim() {
-            Some(bytes)
+            Some(path)
         } else {
             tracing::warn!(path = %path.display(), "precompiled cache entry is corrupt; recompiling");
             None
         }
     }
 
-    fn write_file(&self, module: &ModuleDigest, bytes: &[u8]) -> std::io::Result<()> {
+    fn write_file(&self, module: &ModuleDigest, bytes: &[u8]) -> std::io::Result<Option<PathBuf>> {
         let Some(path) = self.path(module) else {
-            return Ok(());
+            return Ok(None);
         };
-        // Write-then-rename: readers see the old file or the whole new one. The
-        // temporary name is the process's own: several rekon processes (tests,
-        // a `rekon test` beside a `rekon run`) may share the directory.
+        // Write-then-rename: readers see the old file or the whole new one, and a
+        // module mapped from the old file keeps it. The temporary name is the
+        // process's own: several rekon processes (tests, a `rekon test` beside a
+        // `rekon run`) may share the directory.
         let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
         std::fs::write(&tmp, bytes)?;
+        std::fs::write(sidecar(&path), hex::encode(Sha256::digest(bytes)))?;
         std::fs::rename(&tmp, &path)?;
-        std::fs::write(sidecar(&path), hex::encode(Sha256::digest(bytes)))
+        Ok(Some(path))
     }
 }
 
@@ -135,15 +178,30 @@ mod tests {
 
     const ENGINE: &str = "0123456789abcdef0123456789abcdef";
 
+    /// What a cache entry holds, wherever it is.
+    fn contents(entry: Option<Precompiled>) -> Option<Vec<u8>> {
+        match entry? {
+            Precompiled::Memory(bytes) => Some(bytes.to_vec()),
+            Precompiled::File(path) => Some(std::fs::read(path).unwrap()),
+        }
+    }
+
     #[test]
     fn entries_survive_a_restart_through_the_directory() {
         let dir = tempfile::tempdir().unwrap();
         let module = ModuleDigest::of(b"module");
-        PrecompiledCache::new(ENGINE.into(), Some(dir.path()))
+        let put = PrecompiledCache::new(ENGINE.into(), Some(dir.path()))
             .unwrap()
             .put(&module, Arc::from(&b"native code"[..]));
+        assert!(
+            matches!(put, Precompiled::File(_)),
+            "with a directory, loaded mapped from its file"
+        );
         let restarted = PrecompiledCache::new(ENGINE.into(), Some(dir.path())).unwrap();
-        assert_eq!(restarted.get(&module).as_deref(), Some(&b"native code"[..]));
+        assert_eq!(
+            contents(restarted.get(&module)).as_deref(),
+            Some(&b"native code"[..])
+        );
 
         let other_engine = PrecompiledCache::new("f".repeat(32), Some(dir.path())).unwrap();
         assert!(
@@ -165,18 +223,30 @@ mod tests {
     }
 
     #[test]
-    fn retain_keeps_in_memory_only_what_is_named_and_the_directory_everything() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = PrecompiledCache::new(ENGINE.into(), Some(dir.path())).unwrap();
+    fn without_a_directory_memory_keeps_only_what_retain_names() {
+        let cache = PrecompiledCache::new(ENGINE.into(), None).unwrap();
         let (kept, dropped) = (ModuleDigest::of(b"kept"), ModuleDigest::of(b"dropped"));
-        cache.put(&kept, Arc::from(&b"a"[..]));
+        assert!(matches!(
+            cache.put(&kept, Arc::from(&b"a"[..])),
+            Precompiled::Memory(_)
+        ));
         cache.put(&dropped, Arc::from(&b"b"[..]));
         cache.retain(std::slice::from_ref(&kept));
         assert_eq!(cache.in_memory(), 1);
+        assert_eq!(contents(cache.get(&kept)).as_deref(), Some(&b"a"[..]));
+        assert!(cache.get(&dropped).is_none());
+    }
+
+    #[test]
+    fn with_a_directory_nothing_is_held_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = PrecompiledCache::new(ENGINE.into(), Some(dir.path())).unwrap();
+        let module = ModuleDigest::of(b"module");
+        cache.put(&module, Arc::from(&b"native code"[..]));
+        assert_eq!(cache.in_memory(), 0);
         assert_eq!(
-            cache.get(&dropped).as_deref(),
-            Some(&b"b"[..]),
-            "read back from disk"
+            contents(cache.get(&module)).as_deref(),
+            Some(&b"native code"[..])
         );
     }
 

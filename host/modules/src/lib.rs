@@ -45,7 +45,7 @@ pub mod testing;
 mod version;
 mod watch;
 
-pub use cache::{CacheError, PrecompiledCache};
+pub use cache::{CacheError, Precompiled, PrecompiledCache};
 pub use canary::CanaryFailure;
 pub use config::{AutoPromote, AutoRollback, CONFIG_FILE, ConfigError, GuestsConfig, Mode};
 pub use controller_modules::{

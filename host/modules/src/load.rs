@@ -3,11 +3,9 @@
 //! version, and instantiate once. Blocking: callers run it off the reconcile
 //! path (`spawn_blocking`).
 
-use std::sync::Arc;
-
 use rekon_runtime::{Engine, GuestId, GuestPre, Limits, RuntimeError, World};
 
-use crate::cache::PrecompiledCache;
+use crate::cache::{Precompiled, PrecompiledCache};
 use crate::source::ModuleFile;
 use crate::version::ModuleVersion;
 
@@ -52,7 +50,7 @@ impl Loader {
         file: &ModuleFile,
     ) -> Result<ModuleVersion, LoadError> {
         let guest = match self.cache.get(&file.digest) {
-            Some(cached) => match self.deserialize(world, limits, file, &cached) {
+            Some(cached) => match self.deserialize(world, limits, file, cached) {
                 Ok(guest) => guest,
                 // Bytes that do not deserialize are a cache problem, not the module's.
                 Err(LoadError::Check(rekon_runtime::LoadError::Compile { .. })) => {
@@ -87,10 +85,8 @@ impl Loader {
     ) -> Result<GuestPre, LoadError> {
         match self.engine.precompile(&origin(file), &file.bytes) {
             Ok(precompiled) => {
-                let precompiled: Arc<[u8]> = precompiled.into();
-                let guest = self.deserialize(world, limits, file, &precompiled)?;
-                self.cache.put(&file.digest, precompiled);
-                Ok(guest)
+                let stored = self.cache.put(&file.digest, precompiled.into());
+                self.deserialize(world, limits, file, stored)
             }
             // The loader's own compile tells apart core modules, .cwasm files and
             // plain garbage; only its error says what is wrong.
@@ -115,13 +111,14 @@ impl Loader {
         world: World,
         limits: Limits,
         file: &ModuleFile,
-        precompiled: &[u8],
+        precompiled: Precompiled,
     ) -> Result<GuestPre, LoadError> {
         let loader = self.engine.loader().world(world).limits(limits);
+        let id = GuestId::of(&file.name, &file.bytes);
         // SAFETY: the bytes come from `Engine::precompile` of this engine, in
         // memory or through the private cache directory whose files are
         // checked against their sha256 sidecar.
-        Ok(unsafe { loader.precompiled(&origin(file), precompiled) }?)
+        Ok(unsafe { precompiled.load(loader, &origin(file), id) }?)
     }
 }
 
