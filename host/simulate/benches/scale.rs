@@ -35,7 +35,6 @@ use http::{Method, Request};
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rekon_apiserver::KubeletMode;
-use rekon_contract::controller::Kind;
 use rekon_contract::{
     ControllerWorld, EphemeralVolumeWorld, PvcProtectionWorld, ResourceClaimWorld,
 };
