@@ -177,6 +177,78 @@ async fn an_action_outside_the_declared_scope_is_refused_and_nothing_is_written(
     assert!(finalizers(find_pv(&report, "a").unwrap()).is_empty());
 }
 
+/// A module that notes the `now` of every decision and asks for nothing.
+struct ClockReader(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Decider<ControllerWorld> for ClockReader {
+    fn info(&self) -> GuestInfo {
+        GuestInfo {
+            name: "clock-reader".into(),
+            digest: "native".into(),
+        }
+    }
+
+    fn decide(
+        &self,
+        _key: &str,
+        input: rekon_contract::ControllerInput,
+    ) -> Result<rekon_contract::ControllerDecision, DecideError> {
+        let rekon_contract::ControllerInput::Decide(input) = input else {
+            panic!("the host describes modules before it runs them")
+        };
+        self.0.lock().unwrap().push(input.now);
+        Ok(rekon_contract::ControllerDecision::Decide(
+            Decision::Actions(vec![]),
+        ))
+    }
+}
+
+/// The host's clock as a decision sees it: RFC 3339 in UTC with milliseconds,
+/// truncated, so never ahead of the real clock (a TTL never ends early) and
+/// never a second behind it (a TTL never ends a second late).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_sees_the_hosts_clock_to_the_millisecond_never_ahead() {
+    let description = Description {
+        name: "clock-reader".into(),
+        primary: Kind::new("", "v1", "PersistentVolume"),
+        ..Description::default()
+    };
+    let nows = Arc::default();
+    let module =
+        ControllerModule::new(description, Arc::new(ClockReader(Arc::clone(&nows)))).unwrap();
+    let before = chrono::Utc::now();
+    let report = run_modules(
+        vec![pv("a", "Available", false, &[])],
+        vec![module],
+        quick(),
+    )
+    .await;
+    let after = chrono::Utc::now();
+    report.converged.as_ref().expect("converged");
+    let nows = nows.lock().unwrap().clone();
+    assert!(!nows.is_empty(), "the PV was decided");
+    for now in nows {
+        // 2026-11-26T12:00:00.250Z: three fractional digits, always.
+        let (seconds, fraction) = now
+            .split_once('.')
+            .unwrap_or_else(|| panic!("{now}: no fraction"));
+        assert_eq!(seconds.len(), 19, "{now}");
+        assert!(
+            fraction.len() == 4
+                && fraction.ends_with('Z')
+                && fraction[..3].bytes().all(|b| b.is_ascii_digit()),
+            "{now}: not milliseconds in UTC"
+        );
+        let seen = chrono::DateTime::parse_from_rfc3339(&now).unwrap();
+        let truncated_before = before
+            - chrono::Duration::nanoseconds(i64::from(before.timestamp_subsec_nanos() % 1_000_000));
+        assert!(
+            truncated_before <= seen && seen <= after,
+            "{now} is not between {before} and {after}"
+        );
+    }
+}
+
 /// guests.yaml pins a controller module by sha256 and by the scope it allows.
 mod pinned_scope {
     use rekon_modules::generic::{ControllerModuleError, load_dir};

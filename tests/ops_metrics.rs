@@ -1,20 +1,27 @@
 //! `/metrics`, `/healthz` and `/readyz` scraped over HTTP from a running host
 //! (embedded API server, the wasm reference guests): the controller-runtime,
-//! work-queue, per-guest and resource-claim series move as reconciles happen.
+//! work-queue, per-guest and resource-claim series move as reconciles happen;
+//! and from `rekon run` serving a controller module, whose series carry the
+//! module's name.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::Journal;
+use rekon_modules::ModuleDigest;
 use rekon_ops::{GuestStatus, Health, Metrics, OpsServer, Supervision};
+use rekon_runtime::testing::built_guest;
 use rekon_simulate::{ClusterOptions, EmbeddedCluster, host_config};
+use rekon_tests::cli::rekon_binary;
 use rekon_tests::sim::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 struct Response {
     status: u16,
@@ -272,4 +279,158 @@ async fn metrics_move_as_the_host_reconciles() {
     assert!(stopping.body.contains("shutting down"), "{}", stopping.body);
     assert_eq!(get(addr, "/healthz").await.status, 200);
     server.stop().await;
+}
+
+/// Polls `/metrics` until `ready` holds of it, at most `within`.
+async fn metrics_until(
+    addr: SocketAddr,
+    within: Duration,
+    what: &str,
+    log: &Mutex<Vec<String>>,
+    ready: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let text = get(addr, "/metrics").await.body;
+        if ready(&text) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} within {within:?}:\n{text}\nrekon's log:\n{}",
+            log.lock().unwrap().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `rekon run` serving a controller module from its guests directory: its
+/// series carry the module's name (`rekon_guest_info` with its guest, digest
+/// and contract, as a built-in world's module has; its reconciles and
+/// decisions), and its `rekon_guest_info` goes when the module does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_controller_modules_series_carry_its_name() {
+    let guests = tempfile::tempdir().unwrap();
+    let module = guests.path().join("rekon_guest_pv_protection.wasm");
+    std::fs::copy(built_guest("rekon_guest_pv_protection"), &module).unwrap();
+    let digest = ModuleDigest::of(&std::fs::read(&module).unwrap());
+    let work = tempfile::tempdir().unwrap();
+    let kubeconfig = work.path().join("kubeconfig");
+    let mut child = tokio::process::Command::new(rekon_binary())
+        .args(["run", "--embedded", "--controllers", "pv-protection"])
+        .args(["--metrics-addr", "127.0.0.1:0", "--rescan-seconds", "1"])
+        .arg("--guests")
+        .arg(guests.path())
+        .arg("--write-kubeconfig")
+        .arg(&kubeconfig)
+        .env_remove("RUST_LOG")
+        .env_remove("REKON_LOG_FORMAT")
+        .current_dir(work.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start rekon run");
+    // Every log line is kept (and the pipe drained); the address of /metrics
+    // is the `addr=` of the line announcing it.
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel::<SocketAddr>();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let kept = log.clone();
+    tokio::spawn(async move {
+        let mut addr_tx = Some(addr_tx);
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("serving /metrics") {
+                let addr = line
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("addr=")?.parse().ok());
+                if let (Some(tx), Some(addr)) = (addr_tx.take(), addr) {
+                    let _ = tx.send(addr);
+                }
+            }
+            kept.lock().unwrap().push(line);
+        }
+    });
+    let addr = tokio::time::timeout(Duration::from_secs(60), addr_rx)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| {
+            panic!(
+                "rekon run announced no /metrics address:\n{}",
+                log.lock().unwrap().join("\n")
+            )
+        });
+
+    let info = |text: &str| -> Option<String> {
+        text.lines()
+            .find(|l| l.starts_with(r#"rekon_guest_info{controller="pv-protection","#))
+            .map(str::to_string)
+    };
+    let text = metrics_until(
+        addr,
+        Duration::from_secs(60),
+        "the module's rekon_guest_info",
+        &log,
+        |t| info(t).is_some(),
+    )
+    .await;
+    let line = info(&text).unwrap();
+    assert!(
+        line.ends_with(&format!(
+            r#"digest="sha256:{}",contract="rekon:reconcile@0.3.0"}} 1"#,
+            digest.hex()
+        )),
+        "{line}"
+    );
+    let guest = line
+        .split_once(r#"guest=""#)
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(guest, _)| guest.to_string())
+        .expect("a guest label");
+
+    // A PV to protect: its reconcile and decision are counted under the
+    // module's name.
+    let config = kube::Config::from_custom_kubeconfig(
+        Kubeconfig::read_from(&kubeconfig).unwrap(),
+        &KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let pv: PersistentVolume = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "hostPath": {"path": "/tmp/pv1"}}
+    }))
+    .unwrap();
+    Api::<PersistentVolume>::all(client)
+        .create(&PostParams::default(), &pv)
+        .await
+        .unwrap();
+    let reconciled =
+        r#"controller_runtime_reconcile_total{controller="pv-protection",result="success"}"#;
+    let decided = format!(
+        r#"rekon_decision_duration_seconds_count{{controller="pv-protection",guest="{guest}"}}"#
+    );
+    metrics_until(
+        addr,
+        Duration::from_secs(30),
+        "a reconcile and a decision of the module",
+        &log,
+        |t| try_sample(t, reconciled) >= Some(1.0) && try_sample(t, &decided) >= Some(1.0),
+    )
+    .await;
+
+    // The module goes (its file does): so does its rekon_guest_info.
+    std::fs::remove_file(&module).unwrap();
+    metrics_until(
+        addr,
+        Duration::from_secs(30),
+        "the module's rekon_guest_info gone",
+        &log,
+        |t| info(t).is_none(),
+    )
+    .await;
+    child.kill().await.unwrap();
 }

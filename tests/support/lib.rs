@@ -1,3 +1,4 @@
+pub mod cli;
 pub mod conformance;
 pub mod objects;
 pub mod sim;

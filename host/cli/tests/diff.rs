@@ -148,29 +148,3 @@ fn over_case_inputs_each_differing_case_is_printed_under_its_name() {
         "{stdout}"
     );
 }
-
-/// The generic world: the old controller module runs on the state, the new one
-/// in its shadow; both descriptions are compared too.
-#[test]
-fn identical_controller_module_versions_agree_over_a_simulation() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("pvs.yaml");
-    std::fs::write(
-        &state,
-        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\n\
-         spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/pv1}}\n",
-    )
-    .unwrap();
-    let script = dir.path().join("script.yaml");
-    std::fs::write(
-        &script,
-        "- delete: {apiVersion: v1, kind: PersistentVolume, name: pv1}\n",
-    )
-    .unwrap();
-    let module = "rekon_guest_pv_protection";
-    let out = rekon_diff(module, module, "--state", &state, Some(&script));
-    let stdout = exited(&out, 0);
-    // The description, adding the finalizer, and releasing the deleted PV.
-    assert!(agreed(&stdout) >= 3, "{stdout}");
-    assert!(stdout.contains("0 differed, 0 failed"), "{stdout}");
-}

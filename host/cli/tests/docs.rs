@@ -488,15 +488,28 @@ fn every_make_rekon_and_cargo_command_shown_exists() {
 
 /// The first `json` block of `page` is what `rekon eval --guest GUEST ARGS`
 /// prints, and the page shows that command.
-fn shows_what_eval_prints(page: &Page, guest: &str, args: &[&str]) {
+/// The page's `rekon eval --guest MODULE ARGS` example, run on the module it
+/// names (built by `make guests`), prints the page's json block.
+fn shows_what_eval_prints(page: &Page, args: &[&str]) {
     let shown_command = args.join(" ");
-    assert!(
-        page.shell_lines()
-            .iter()
-            .any(|l| l.starts_with("rekon eval") && l.contains(&shown_command)),
-        "{}: the `rekon eval` example no longer shows {shown_command}",
-        page.path.display()
-    );
+    let line = page
+        .shell_lines()
+        .into_iter()
+        .find(|l| l.starts_with("rekon eval") && l.contains(&shown_command))
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: the `rekon eval` example no longer shows {shown_command}",
+                page.path.display()
+            )
+        });
+    let guest = line
+        .split_whitespace()
+        .skip_while(|w| *w != "--guest")
+        .nth(1)
+        .and_then(|module| Path::new(module.trim_matches('"')).file_stem())
+        .and_then(|stem| stem.to_str())
+        .unwrap_or_else(|| panic!("{}: `{line}` names no --guest MODULE", page.path.display()))
+        .to_string();
     let (_, shown) = page
         .blocks
         .iter()
@@ -505,7 +518,7 @@ fn shows_what_eval_prints(page: &Page, guest: &str, args: &[&str]) {
     let out = Command::new(env!("CARGO_BIN_EXE_rekon"))
         .arg("eval")
         .arg("--guest")
-        .arg(rekon_runtime::testing::built_guest(guest))
+        .arg(rekon_runtime::testing::built_guest(&guest))
         // Paths in the repository, as the page names them.
         .args(args.iter().map(|a| match a.starts_with("docs/") {
             true => root().join(a).into_os_string(),
@@ -532,7 +545,6 @@ fn shows_what_eval_prints(page: &Page, guest: &str, args: &[&str]) {
 fn the_rust_chapters_eval_example_prints_the_decision_it_shows() {
     shows_what_eval_prints(
         &Page::read(PathBuf::from("docs/src/guests/rust.md")),
-        "rekon_guest_pvc_protection",
         &[
             "--decision",
             "decide",
@@ -546,7 +558,6 @@ fn the_rust_chapters_eval_example_prints_the_decision_it_shows() {
 fn the_controller_chapters_eval_example_prints_the_description_it_shows() {
     shows_what_eval_prints(
         &Page::read(PathBuf::from("docs/src/guests/controller.md")),
-        "rekon_guest_pv_protection",
         &["--decision", "describe"],
     );
 }

@@ -10,9 +10,13 @@
 //! `make bench-scale` (after `make guests`). Environment:
 //! - `SCALE_MAX_N` (default 50000): skip rows with more objects;
 //! - `SCALE_WORKLOADS` (comma list of workload names, default all);
-//! - `SCALE_DECIDERS` (`wasm,native,module` by default; `module`: the workload's
-//!   controller module on the generic world, e.g. pvc-protection-generic for the
-//!   release workloads, with no built-in controller);
+//! - `SCALE_DECIDERS` (`wasm,native,module` by default; `module`: the controller
+//!   module on the generic world whose description has the workload's primary kind,
+//!   with no built-in controller);
+//! - `SCALE_MODULE_DIR`: where `module` rows find controller modules, as `rekon run
+//!   --guests` does (default: the guests `make guests` built);
+//! - `SCALE_CRDS`: comma list of files holding the CustomResourceDefinitions a
+//!   workload of a custom kind needs (default: the `*.yaml` files of `guests/*/`);
 //! - `SCALE_TIMEOUT` seconds per row (default 600);
 //! - `SCALE_SERVER_GC=1`: run the embedded cluster's garbage collector and kubelet too;
 //! - `SCALE_WRAP`: a command prefix for the host child (`{row}`: the row's name), e.g.
@@ -20,6 +24,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,7 +43,7 @@ use rekon_controllers::generic::ControllerModule;
 use rekon_controllers::host::Host;
 use rekon_controllers::journal::Journal;
 use rekon_controllers::observe::{DecisionFailure, Observer};
-use rekon_runtime::{Engine, EngineConfig, World};
+use rekon_runtime::{Engine, EngineConfig, GuestWorld, Limits, World};
 use rekon_simulate::{ClusterOptions, Deciders, EmbeddedCluster, host_config};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -62,13 +67,13 @@ enum Workload {
     Claims,
     /// N pods with an ephemeral volume: one PVC created for each.
     Ephemeral,
-    /// N deleting, unbound PersistentVolumes (controller module pv-protection).
+    /// N deleting, unbound PersistentVolumes (a controller module only).
     PvRelease,
-    /// N PersistentVolumes without the finalizer (pv-protection).
+    /// N PersistentVolumes without the finalizer (a controller module only).
     PvProtect,
-    /// N finished Jobs whose TTL has passed (ttl-after-finished).
+    /// N finished Jobs whose TTL has passed (a controller module only).
     Ttl,
-    /// N Foos without their Deployment (sample-controller).
+    /// N Foos (a custom resource) without their Deployment (a controller module only).
     Foo,
 }
 
@@ -99,61 +104,53 @@ impl Workload {
         }
     }
 
-    /// The controller module a `module` row runs for this workload (its
-    /// `rekon_guest_<stem>.wasm`, built by `make guests`).
-    fn module(self) -> &'static str {
+    /// The built-in world whose controller runs this workload in `wasm` and
+    /// `native` rows; `None`: only a controller module does.
+    fn world(self) -> Option<World> {
         match self {
             Self::Release1Ns | Self::Release100Ns | Self::Protect => {
-                "rekon_guest_pvc_protection_generic"
+                Some(World::of::<PvcProtectionWorld>())
             }
-            Self::Claims | Self::Ephemeral => "",
-            Self::PvRelease | Self::PvProtect => "rekon_guest_pv_protection",
-            Self::Ttl => "rekon_guest_ttl_after_finished_ts",
-            Self::Foo => "rekon_guest_sample_controller_ts",
+            Self::Claims => Some(World::of::<ResourceClaimWorld>()),
+            Self::Ephemeral => Some(World::of::<EphemeralVolumeWorld>()),
+            Self::PvRelease | Self::PvProtect | Self::Ttl | Self::Foo => None,
         }
     }
 
-    /// Whether only a controller module runs this workload (no dedicated world does).
-    fn module_only(self) -> bool {
-        matches!(
-            self,
-            Self::PvRelease | Self::PvProtect | Self::Ttl | Self::Foo
-        )
-    }
-
-    /// The controller the workload exercises, and the fewest API requests per unit of
-    /// work the API allows it (writes; its initial lists and watches amortise to zero).
-    fn minimum(self) -> (&'static str, &'static [(&'static str, f64)]) {
+    /// The primary kind (group, kind) of the controller module a `module` row
+    /// runs: the module whose description has it. `None`: no module row.
+    fn primary(self) -> Option<(String, String)> {
+        let builtin = |group: &str, kind: &str| Some((group.to_string(), kind.to_string()));
         match self {
             Self::Release1Ns | Self::Release100Ns | Self::Protect => {
-                ("pvc-protection", &[("patch persistentvolumeclaims", 1.0)])
+                builtin("", "PersistentVolumeClaim")
             }
-            Self::Claims => (
-                "resource-claim",
-                &[("create resourceclaims", 1.0), ("patch pods/status", 1.0)],
-            ),
-            Self::Ephemeral => (
-                "ephemeral-volume",
-                &[("create persistentvolumeclaims", 1.0)],
-            ),
-            Self::PvRelease | Self::PvProtect => {
-                ("pv-protection", &[("patch persistentvolumes", 1.0)])
+            Self::Claims | Self::Ephemeral => None,
+            Self::PvRelease | Self::PvProtect => builtin("", "PersistentVolume"),
+            Self::Ttl => builtin("batch", "Job"),
+            Self::Foo => Some((crd(FOO)["spec"]["group"].as_str()?.to_string(), FOO.into())),
+        }
+    }
+
+    /// The fewest API requests per unit of work the API allows the workload's
+    /// controller (writes; its initial lists and watches amortise to zero).
+    fn minimum(self) -> &'static [(&'static str, f64)] {
+        match self {
+            Self::Release1Ns | Self::Release100Ns | Self::Protect => {
+                &[("patch persistentvolumeclaims", 1.0)]
             }
+            Self::Claims => &[("create resourceclaims", 1.0), ("patch pods/status", 1.0)],
+            Self::Ephemeral => &[("create persistentvolumeclaims", 1.0)],
+            Self::PvRelease | Self::PvProtect => &[("patch persistentvolumes", 1.0)],
             // Upstream reads the Job again before it deletes it, and so does the module.
-            Self::Ttl => (
-                "ttl-after-finished",
-                &[("get jobs", 1.0), ("delete jobs", 1.0)],
-            ),
+            Self::Ttl => &[("get jobs", 1.0), ("delete jobs", 1.0)],
             // The Deployment, the Foo's status (availableReplicas 0 where there was
             // none), and the one `Synced` Event of a sync that wrote something.
-            Self::Foo => (
-                "sample-controller",
-                &[
-                    ("create deployments", 1.0),
-                    ("patch foos/status", 1.0),
-                    ("create events", 1.0),
-                ],
-            ),
+            Self::Foo => &[
+                ("create deployments", 1.0),
+                ("patch foos/status", 1.0),
+                ("create events", 1.0),
+            ],
         }
     }
 
@@ -176,8 +173,11 @@ impl Workload {
         }
     }
 
-    fn state(self, n: usize) -> Vec<Value> {
+    /// The objects the row starts from; `module`: the controller module of a
+    /// `module` row (the PV workloads carry or expect the finalizer it declares).
+    fn state(self, n: usize, module: Option<&Module>) -> Vec<Value> {
         let ns = |i: usize| format!("scale-{}", i % self.namespaces());
+        let foo_crd = (self == Self::Foo).then(|| crd(FOO));
         let mut objects: Vec<Value> = (0..self.namespaces())
             .map(|i| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns(i)}}))
             .collect();
@@ -197,19 +197,14 @@ impl Workload {
                 }
                 Self::Claims => objects.push(claim_pod(&ns(i), i)),
                 Self::Ephemeral => objects.push(ephemeral_pod(&ns(i), i)),
-                Self::PvRelease => objects.push(pv(i, &[PV_FINALIZER], true)),
+                Self::PvRelease => objects.push(pv(i, &[module_finalizer(module)], true)),
                 Self::PvProtect => objects.push(pv(i, &[], false)),
                 Self::Ttl => objects.push(expired_job(&ns(i), i)),
-                Self::Foo => objects.push(foo(&ns(i), i)),
+                Self::Foo => objects.push(foo(foo_crd.as_ref().expect("the Foo CRD"), &ns(i), i)),
             }
         }
-        if self == Self::Foo {
-            let crd = std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../guests/sample-controller/crd.yaml"
-            ))
-            .expect("guests/sample-controller/crd.yaml");
-            objects.insert(0, serde_yaml::from_str(&crd).expect("the Foo CRD"));
+        if let Some(crd) = foo_crd {
+            objects.insert(0, crd);
         }
         if self == Self::Claims {
             objects.push(json!({
@@ -231,7 +226,7 @@ impl Workload {
     }
 
     /// Checks the end state; `Err` says what is missing.
-    fn check(self, n: usize, objects: &[Value]) -> Result<(), String> {
+    fn check(self, n: usize, module: Option<&Module>, objects: &[Value]) -> Result<(), String> {
         let of_kind = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind);
         match self {
             Self::Release1Ns | Self::Release100Ns => {
@@ -278,7 +273,7 @@ impl Workload {
                     .filter(|o| {
                         o["metadata"]["finalizers"]
                             .as_array()
-                            .is_some_and(|f| f.iter().any(|f| f == PV_FINALIZER))
+                            .is_some_and(|f| f.iter().any(|f| f == module_finalizer(module)))
                     })
                     .count();
                 (protected == n)
@@ -310,7 +305,13 @@ impl Workload {
     }
 }
 
-const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
+/// The finalizer the PV workloads' module declares (the first of its scope).
+fn module_finalizer(module: Option<&Module>) -> &str {
+    module
+        .and_then(|m| m.finalizers.first())
+        .map(String::as_str)
+        .expect("a PV workload runs a controller module that declares its finalizer")
+}
 
 fn pv(i: usize, finalizers: &[&str], deleting: bool) -> Value {
     let mut pv = json!({
@@ -339,9 +340,13 @@ fn expired_job(ns: &str, i: usize) -> Value {
     })
 }
 
-fn foo(ns: &str, i: usize) -> Value {
+/// The custom resource of upstream's canonical sample controller, a Foo owning
+/// a Deployment; its CustomResourceDefinition comes from [`crd`].
+const FOO: &str = "Foo";
+
+fn foo(crd: &Value, ns: &str, i: usize) -> Value {
     json!({
-        "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+        "apiVersion": api_version(crd), "kind": FOO,
         "metadata": {"namespace": ns, "name": format!("foo-{i}")},
         "spec": {"deploymentName": format!("foo-{i}"), "replicas": 1}
     })
@@ -410,74 +415,180 @@ impl DeciderKind {
     /// Whether a row of `workload` runs with this decider.
     fn runs(self, workload: Workload) -> bool {
         match self {
-            Self::Module => !workload.module().is_empty(),
+            Self::Module => workload.primary().is_some(),
             // The ephemeral-volume logic has no native build.
-            Self::Native => !workload.module_only() && workload != Workload::Ephemeral,
-            Self::Wasm => !workload.module_only(),
+            Self::Native => workload
+                .world()
+                .is_some_and(|w| w != World::of::<EphemeralVolumeWorld>()),
+            Self::Wasm => workload.world().is_some(),
         }
     }
 
+    /// The built-in worlds' deciders: every reference module `make guests` built,
+    /// or the logic linked natively; none for a `module` row.
     fn deciders(self) -> Deciders {
-        let (pvc, claim): (
-            Arc<dyn Decider<PvcProtectionWorld>>,
-            Arc<dyn Decider<ResourceClaimWorld>>,
-        ) = match self {
-            Self::Module => return Deciders::new(),
-            Self::Native => (Arc::new(Native), Arc::new(Native)),
-            Self::Wasm => {
-                let dir = rekon_runtime::testing::guest_dir();
-                let engine = Engine::new(EngineConfig::default()).expect("engine");
-                let load = |world, file: &str| {
-                    engine
-                        .loader()
-                        .world(world)
-                        .file(dir.join(file))
-                        .expect("run `make guests`")
-                };
-                (
-                    Arc::new(load(
-                        World::of::<rekon_contract::PvcProtectionWorld>(),
-                        "rekon_guest_pvc_protection.wasm",
-                    )),
-                    Arc::new(load(
-                        World::of::<rekon_contract::ResourceClaimWorld>(),
-                        "rekon_guest_resource_claim.wasm",
-                    )),
-                )
-            }
-        };
-        let deciders = Deciders::new()
-            .with(Arc::new(Slot::new(pvc)))
-            .with(Arc::new(Slot::new(claim)));
         match self {
+            Self::Module => Deciders::new(),
             // The ephemeral-volume logic has no native build: its rows are wasm only.
-            Self::Native | Self::Module => deciders,
+            Self::Native => Deciders::new()
+                .with(Arc::new(Slot::<PvcProtectionWorld>::new(Arc::new(Native))))
+                .with(Arc::new(Slot::<ResourceClaimWorld>::new(Arc::new(Native)))),
             Self::Wasm => {
                 let engine = Engine::new(EngineConfig::default()).expect("engine");
-                let ephemeral: Arc<dyn Decider<EphemeralVolumeWorld>> = Arc::new(
-                    engine
-                        .loader()
-                        .world(World::of::<EphemeralVolumeWorld>())
-                        .file(
-                            rekon_runtime::testing::guest_dir()
-                                .join("rekon_guest_ephemeral_volume.wasm"),
-                        )
-                        .expect("run `make guests`"),
-                );
-                deciders.with(Arc::new(Slot::new(ephemeral)))
+                Deciders::new()
+                    .with(reference_module::<PvcProtectionWorld>(&engine))
+                    .with(reference_module::<ResourceClaimWorld>(&engine))
+                    .with(reference_module::<EphemeralVolumeWorld>(&engine))
             }
         }
     }
 }
 
+/// World `W`'s reference module, `rekon_guest_<world>.wasm` as `make guests` builds it.
+fn reference_module<W: GuestWorld>(engine: &Engine) -> Arc<Slot<W>>
+where
+    rekon_runtime::GuestPre: Decider<W>,
+{
+    let world = World::of::<W>();
+    let stem = format!("rekon_guest_{}", world.name().replace('-', "_"));
+    let guest = engine
+        .loader()
+        .world(world)
+        .file(rekon_runtime::testing::built_guest(&stem))
+        .unwrap_or_else(|e| panic!("{stem} (run `make guests`): {e}"));
+    Arc::new(Slot::new(Arc::new(guest)))
+}
+
 /// One row: what the child runs.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Row {
     workload: Workload,
     n: usize,
     decider: DeciderKind,
+    /// The controller module of a `module` row.
+    module: Option<Module>,
     timeout_secs: u64,
     cluster_controllers: bool,
+}
+
+impl Row {
+    /// The controller the row runs: the module's name, or the built-in world's.
+    fn controller(&self) -> &str {
+        match (&self.module, self.workload.world()) {
+            (Some(module), _) => &module.name,
+            (None, Some(world)) => world.name(),
+            (None, None) => "none",
+        }
+    }
+}
+
+/// A controller module of the module directory, by the name its description gives.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Module {
+    name: String,
+    path: PathBuf,
+    /// The finalizers its scope declares.
+    finalizers: Vec<String>,
+}
+
+/// The controller modules of `SCALE_MODULE_DIR` (default: the guests `make guests`
+/// built), found, loaded and described as `rekon run --guests` does, by primary kind.
+fn modules_by_primary() -> BTreeMap<(String, String), Vec<Module>> {
+    let dir = std::env::var_os("SCALE_MODULE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(rekon_runtime::testing::guest_dir);
+    let engine = Engine::new(EngineConfig::default()).expect("engine");
+    let cache = rekon_modules::PrecompiledCache::new(engine.compatibility_hash(), None)
+        .expect("an in-memory cache");
+    let loader = rekon_modules::Loader::new(engine, cache);
+    let limits = Limits::default();
+    let found = rekon_modules::generic::load_dir(&loader, limits, limits.memory_bytes >> 20, &dir);
+    for refused in &found.refused {
+        eprintln!("controller module refused: {refused}");
+    }
+    let mut by_primary: BTreeMap<(String, String), Vec<Module>> = BTreeMap::new();
+    for loaded in found.served {
+        let description = &loaded.module.checked.description;
+        let primary = &description.primary;
+        by_primary
+            .entry((primary.group.clone(), primary.kind.clone()))
+            .or_default()
+            .push(Module {
+                name: loaded.module.name().to_string(),
+                path: loaded.path.clone(),
+                finalizers: description.scope.finalizers.clone(),
+            });
+    }
+    by_primary
+}
+
+/// The one module whose primary kind is `group`/`kind`, or why there is none.
+fn module_for(
+    modules: &BTreeMap<(String, String), Vec<Module>>,
+    primary: (String, String),
+) -> Result<Module, String> {
+    let (group, kind) = &primary;
+    match modules.get(&primary).map(Vec::as_slice) {
+        Some([module]) => Ok(module.clone()),
+        Some(several) => Err(format!(
+            "controller modules {} all have primary kind {kind} (group {group:?}): set SCALE_MODULE_DIR to a directory with one",
+            several
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        None => Err(format!(
+            "no controller module with primary kind {kind} (group {group:?}) in SCALE_MODULE_DIR or the built guests (run `make guests`)"
+        )),
+    }
+}
+
+/// `group/version` of the storage version of `crd`.
+fn api_version(crd: &Value) -> String {
+    let versions = crd["spec"]["versions"].as_array().expect("spec.versions");
+    let version = versions
+        .iter()
+        .find(|v| v["storage"] == true)
+        .unwrap_or(&versions[0]);
+    format!(
+        "{}/{}",
+        crd["spec"]["group"].as_str().expect("spec.group"),
+        version["name"].as_str().expect("a version name")
+    )
+}
+
+/// The CustomResourceDefinition of `kind`, from `SCALE_CRDS` (a comma list of
+/// files) or, by default, the `*.yaml` files of `guests/*/`.
+fn crd(kind: &str) -> Value {
+    let files: Vec<PathBuf> = match std::env::var("SCALE_CRDS") {
+        Ok(list) => list.split(',').map(|f| PathBuf::from(f.trim())).collect(),
+        Err(_) => {
+            let guests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guests");
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&guests)
+                .expect("guests/")
+                .filter_map(Result::ok)
+                .filter_map(|dir| std::fs::read_dir(dir.path()).ok())
+                .flatten()
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+                .collect();
+            files.sort();
+            files
+        }
+    };
+    files
+        .iter()
+        .filter_map(|file| {
+            let text =
+                std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            serde_yaml::from_str::<Value>(&text).ok()
+        })
+        .find(|o| o["kind"] == "CustomResourceDefinition" && o["spec"]["names"]["kind"] == kind)
+        .unwrap_or_else(|| {
+            panic!("no CustomResourceDefinition of {kind} in {files:?} (set SCALE_CRDS)")
+        })
 }
 
 /// What the child measured.
@@ -609,8 +720,8 @@ async fn child(row: Row) -> Measured {
     // and it was most of the peak heap here (heaptrack, release-1ns 10k: 56 of 88 MB).
     let mut config = host_config(&deciders, Arc::new(Journal::disabled()));
     config.observer = decisions.clone();
-    if row.decider == DeciderKind::Module {
-        let module = controller_module(row.workload.module());
+    if let Some(module) = &row.module {
+        let module = controller_module(&module.path);
         config.controllers = module.name().parse().expect("a controller name");
         config.modules = vec![module].into();
     }
@@ -644,14 +755,14 @@ async fn child(row: Row) -> Measured {
     }
 }
 
-/// A controller module built by `make guests`, described by itself.
-fn controller_module(file_stem: &str) -> ControllerModule {
+/// The controller module at `path`, described by itself.
+fn controller_module(path: &Path) -> ControllerModule {
     let engine = Engine::new(EngineConfig::default()).expect("engine");
     let guest = engine
         .loader()
         .world(World::of::<ControllerWorld>())
-        .file(rekon_runtime::testing::built_guest(file_stem))
-        .unwrap_or_else(|e| panic!("{file_stem} (run `make guests`): {e}"));
+        .file(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let description = guest.describe_controller().expect("describe");
     ControllerModule::new(description, Arc::new(guest)).expect("a description the host accepts")
 }
@@ -667,7 +778,7 @@ async fn run_row(row: Row) -> Result<(Measured, Result<(), String>), String> {
     cluster
         .server
         .store()
-        .load_objects(row.workload.state(row.n))
+        .load_objects(row.workload.state(row.n, row.module.as_ref()))
         .map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // `SCALE_WRAP`: a command prefix for the host child (a profiler); `{row}` in it
@@ -702,9 +813,11 @@ async fn run_row(row: Row) -> Result<(Measured, Result<(), String>), String> {
         .rev()
         .find_map(|l| serde_json::from_str(l).ok())
         .ok_or_else(|| format!("host process exited {} without a result", output.status))?;
-    let end_state = row
-        .workload
-        .check(row.n, &cluster.server.store().snapshot());
+    let end_state = row.workload.check(
+        row.n,
+        row.module.as_ref(),
+        &cluster.server.store().snapshot(),
+    );
     cluster.server.shutdown().await;
     let outcome = match (&measured.converged, end_state) {
         (Ok(()), Ok(())) => Ok(()),
@@ -803,17 +916,31 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|");
     let mut per_unit = Vec::new();
+    // Described once, and only when a `module` row runs.
+    let mut modules = None;
     for workload in &workloads {
         for n in [1_000, 10_000, 50_000].into_iter().filter(|&n| n <= max_n) {
             for decider in deciders.iter().filter(|d| d.runs(*workload)) {
+                let module = match (decider, workload.primary()) {
+                    (DeciderKind::Module, Some(primary)) => Some(module_for(
+                        modules.get_or_insert_with(modules_by_primary),
+                        primary,
+                    )),
+                    _ => None,
+                };
                 let row = Row {
                     workload: *workload,
                     n,
                     decider: *decider,
+                    module: module.clone().transpose().ok().flatten(),
                     timeout_secs,
                     cluster_controllers,
                 };
-                let cells = match runtime.block_on(run_row(row)) {
+                let result = match module {
+                    Some(Err(e)) => Err(e),
+                    _ => runtime.block_on(run_row(row.clone())),
+                };
+                let cells = match result {
                     Ok((m, outcome)) => {
                         let time = match outcome {
                             Ok(()) => format!("{:.2} s", m.secs),
@@ -822,7 +949,7 @@ fn main() {
                         let per_object = (m.peak_kib.saturating_sub(m.baseline_kib)) as f64
                             * 1024.0
                             / workload.cached_objects(n) as f64;
-                        per_unit.push(requests_per_unit(row, &m.requests));
+                        per_unit.push(requests_per_unit(&row, &m.requests));
                         format!(
                             "{time} | {} | {:.0} | {:.0} MiB | {:.0} B",
                             format_requests(&m.requests),
@@ -861,8 +988,8 @@ fn main() {
 
 /// One row of the requests-per-unit table: the controller's writes per unit against the
 /// minimum, then everything else it sent (lists, watches, gets, discovery) per unit.
-fn requests_per_unit(row: Row, requests: &BTreeMap<String, u64>) -> String {
-    let (controller, minimum) = row.workload.minimum();
+fn requests_per_unit(row: &Row, requests: &BTreeMap<String, u64>) -> String {
+    let (controller, minimum) = (row.controller(), row.workload.minimum());
     let n = row.n as f64;
     let writes: Vec<String> = minimum
         .iter()

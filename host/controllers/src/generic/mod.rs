@@ -411,14 +411,12 @@ fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
-/// The host's clock for a decision, RFC 3339 in whole seconds, rounded down:
-/// a decision never sees a time that has not come yet (a TTL never ends early).
+/// The host's clock for a decision: RFC 3339 in UTC with milliseconds
+/// (`2026-11-26T12:00:00.250Z`), truncated (jiff's precision truncates), so a
+/// decision never sees a time that has not come yet (a TTL never ends early)
+/// and a requeue-after computed from it is late by under a millisecond.
 fn now() -> String {
-    use k8s_openapi::jiff::Timestamp;
-    let now = Timestamp::now();
-    Timestamp::from_second(now.as_second())
-        .unwrap_or(now)
-        .to_string()
+    format!("{:.3}", k8s_openapi::jiff::Timestamp::now())
 }
 
 /// A module's name as the `&'static str` metrics and logs take: each distinct

@@ -75,6 +75,9 @@ test("timestamps are RFC 3339 only", () => {
   assert.equal(timestamp("2026-11-26T00:00:01Z"), Date.UTC(2026, 10, 26, 0, 0, 1));
   assert.equal(timestamp("2026-11-26T01:00:00+01:00"), Date.UTC(2026, 10, 26));
   assert.equal(timestamp("2026-11-26T00:00:00.5Z"), Date.UTC(2026, 10, 26) + 500);
+  // The host's `now`: milliseconds, always three digits.
+  assert.equal(timestamp("2026-11-26T00:00:59.750Z"), Date.UTC(2026, 10, 26, 0, 0, 59) + 750);
+  assert.equal(timestamp("2026-11-26T00:00:00.001Z"), Date.UTC(2026, 10, 26) + 1);
   for (const bad of [undefined, "", "yesterday", "2026-11-26", "1764115200"]) assert.equal(timestamp(bad), undefined);
 });
 

@@ -4,7 +4,8 @@
 //! running `spec.image` with `spec.replicas`; the Deployment follows the App;
 //! the App's `status.availableReplicas` copies the Deployment's; an Event
 //! `Synced` records a sync that wrote something, so a steady state writes
-//! nothing. Modelled on kubernetes/sample-controller.
+//! nothing. The shape of Kubernetes' canonical sample controller: a custom
+//! resource owning a Deployment.
 
 use serde_json::{Value, json};
 

@@ -216,7 +216,10 @@ export interface Input {
    */
   reads: Array<ReadResult>,
   /**
-   * The host's clock (RFC 3339, UTC): the only time a decision sees.
+   * The host's clock, the only time a decision sees: RFC 3339 in UTC
+   * with milliseconds, `2026-11-26T12:00:00.250Z` (truncated, so never a
+   * time that has not come yet). A requeue-after computed from it
+   * should round up to the next millisecond, so it never comes early.
    */
   now: string,
 }
