@@ -16,6 +16,7 @@ pub mod fence;
 pub mod generic;
 pub mod host;
 pub mod journal;
+mod live_lists;
 pub mod observe;
 pub mod pool;
 pub mod projection;

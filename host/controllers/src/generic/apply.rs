@@ -8,7 +8,6 @@
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{DynamicObject, PropagationPolicy};
 use rekon_contract::controller::{Kind, Propagation};
-use serde_json::Value;
 
 use super::validate::{ChildWrite, Plan};
 use super::{Cached, Generic};
@@ -40,12 +39,9 @@ impl Generic {
         // next write chains its resourceVersion, and deciding again on the
         // older copy would only write in vain.
         let written = |stored: &DynamicObject| {
-            let projected = self
-                .checked
-                .primary_projection
-                .project(&super::to_value(stored));
+            let projected = self.checked.primary_projection.project_object(stored);
             self.primary
-                .apply_own_write(Cached::new(projected), &primary.resource_version);
+                .apply_own_write(Cached::new(&projected), &primary.resource_version);
             stored.metadata.resource_version.clone().unwrap_or_default()
         };
         // Metadata first, then status, each on the resourceVersion the one
@@ -86,7 +82,7 @@ impl Generic {
                     &plural,
                     namespace,
                     name,
-                    primary.uid(),
+                    &primary.uid,
                     &deletion.resource_version,
                     deletion.propagation.map(policy),
                 )
@@ -176,12 +172,11 @@ impl Generic {
     /// A child we wrote goes into its cache at once (the mutation cache): the
     /// next decision sees it even before the watch does, so nothing is created twice.
     fn remember_child(&self, kind: &Kind, stored: &DynamicObject) {
-        let value = super::to_value(stored);
         for (i, watched) in self.watched.iter().enumerate() {
             if &watched.kind != kind {
                 continue;
             }
-            let projected = Cached::new(self.checked.watch_projections[i].project(&value));
+            let projected = Cached::new(&self.checked.watch_projections[i].project_object(stored));
             match watched.cache.get(&projected.key) {
                 Some(cached) => {
                     let over = cached.resource_version.clone();
@@ -204,20 +199,14 @@ fn policy(propagation: Propagation) -> PropagationPolicy {
 }
 
 fn reference(kind: &Kind, primary: &Cached) -> ObjectReference {
-    let meta = |field: &str| {
-        primary
-            .value
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
+    let given = |field: &str| Some(field.to_string()).filter(|f| !f.is_empty());
     ObjectReference {
         api_version: Some(kind.api_version()),
         kind: Some(kind.kind.clone()),
-        namespace: meta("namespace").filter(|n| !n.is_empty()),
-        name: meta("name"),
-        uid: meta("uid"),
-        resource_version: meta("resourceVersion"),
+        namespace: given(&primary.key.namespace),
+        name: given(&primary.key.name),
+        uid: given(&primary.uid),
+        resource_version: given(&primary.resource_version),
         ..ObjectReference::default()
     }
 }

@@ -3,93 +3,101 @@
 //! - `related-only`: the decision gets only the listed objects its watch of the
 //!   kind relates to the primary (indexed once per list, as the watch's cache
 //!   is), not the whole namespace;
-//! - freshness `after-observed`: the keys of a namespace share one list. A key
-//!   may take any list issued after the host observed the primary copy it
-//!   decides on, and after the last event of the kind that mapped to a key of
-//!   that namespace (else a key requeued by an object's deletion could take a
-//!   list that still shows the object, decide the same, and never be enqueued
-//!   again). At most one list per namespace and selector is in flight; the keys
-//!   waiting take it. A list is kept for [`RETAIN`] after it was issued.
+//! - freshness `after-observed`: the keys of a namespace share one list per
+//!   selector, by the rule of [`crate::live_lists`] (the one pvc-protection's
+//!   live pod lists follow): a list issued after the host observed the primary
+//!   copy a key decides on, and after the last event of the kind that mapped to
+//!   a key of that namespace.
 //!
 //! `after-dequeue` (upstream's rule) lists once per decision that asks.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use kube::api::DynamicObject;
 use rekon_contract::controller::{Freshness, Kind, ListRequest};
 
+use super::Cached;
 use super::describe::Read;
 use super::paths::Projection;
 use super::relate::Relation;
-use super::{Cached, to_value};
 use crate::cache::{Cache, ObjectKey};
+use crate::live_lists::SharedLists;
 use crate::reconcile::ReconcileError;
 
-/// How long a shared list is kept for later keys (memory, not freshness: see above).
-const RETAIN: Duration = Duration::from_secs(5);
+/// How a watch of the listed kind relates and projects it (`related-only`).
+pub(super) type Watch<'a> = Option<(&'a Relation, &'a Projection)>;
 
 /// One list, projected for the decisions that take it.
 pub(super) struct Listed {
-    issued: Instant,
-    /// Every object, read-projected JSON text, sorted by namespace and name.
-    objects: Vec<Arc<str>>,
-    /// With `related-only`: the objects as the watch projects them (indexed by
-    /// its mapping), and each one's read-projected text.
-    related: Option<(Cache<Cached>, HashMap<ObjectKey, Arc<str>>)>,
+    /// Every object's read-projected JSON text, by key (without `related-only`).
+    objects: Vec<(ObjectKey, Box<str>)>,
+    related: Option<Related>,
+}
+
+/// With `related-only`: the objects as the watch projects them (indexed by its
+/// mapping), and each one's read-projected text.
+struct Related {
+    cache: Cache<Cached>,
+    texts: HashMap<ObjectKey, Box<str>>,
 }
 
 impl Listed {
-    /// Projects `items` (sorted) for `read`; with `related-only`, indexes them as
-    /// the watch `watch` does.
-    pub(super) fn new(
-        issued: Instant,
-        mut items: Vec<DynamicObject>,
-        read: &Read,
-        watch: Option<(&Relation, &Projection)>,
-    ) -> Self {
-        items.sort_by(|a, b| {
-            (&a.metadata.namespace, &a.metadata.name)
-                .cmp(&(&b.metadata.namespace, &b.metadata.name))
-        });
-        let values: Vec<serde_json::Value> = items.iter().map(to_value).collect();
-        let texts: Vec<Arc<str>> = values
-            .iter()
-            .map(|v| Arc::from(read.projection.project(v).to_string()))
-            .collect();
-        let related = watch.map(|(relation, projection)| {
-            let cache = relation.related_cache();
-            let mut by_key = HashMap::with_capacity(values.len());
-            for (value, text) in values.iter().zip(&texts) {
-                let cached = Cached::new(projection.project(value));
-                by_key.insert(cached.key.clone(), text.clone());
-                cache.apply(cached);
-            }
-            (cache, by_key)
-        });
+    pub(super) fn new(watch: Watch<'_>) -> Self {
         Self {
-            issued,
-            objects: texts,
-            related,
+            objects: Vec::new(),
+            related: watch.map(|(relation, _)| Related {
+                cache: relation.related_cache(),
+                texts: HashMap::new(),
+            }),
         }
+    }
+
+    /// Projects one page of the list for `read`; with `related-only`, indexes
+    /// its objects as the watch does.
+    pub(super) fn add(&mut self, items: Vec<DynamicObject>, read: &Read, watch: Watch<'_>) {
+        for item in &items {
+            let text = read.projection.project_object(item).to_string().into();
+            match (&mut self.related, watch) {
+                (Some(Related { cache, texts }), Some((_, projection))) => {
+                    let cached = Cached::new(&projection.project_object(item));
+                    texts.insert(cached.key.clone(), text);
+                    cache.apply(cached);
+                }
+                _ => {
+                    let meta = &item.metadata;
+                    let key = ObjectKey::new(
+                        meta.namespace.clone().unwrap_or_default(),
+                        meta.name.clone().unwrap_or_default(),
+                    );
+                    self.objects.push((key, text));
+                }
+            }
+        }
+    }
+
+    /// The whole list read: its objects in namespace/name order.
+    pub(super) fn sorted(mut self) -> Self {
+        self.objects.sort_by(|a, b| a.0.cmp(&b.0));
+        self
     }
 
     /// What a decision of `primary` is given, in namespace/name order.
     pub(super) fn answer(&self, primary: &Cached, relation: Option<&Relation>) -> Vec<String> {
         match (&self.related, relation) {
-            (Some((cache, texts)), Some(relation)) => relation
+            (Some(Related { cache, texts }), Some(relation)) => relation
                 .related(primary, cache)
                 .iter()
                 .filter_map(|o| texts.get(&o.key))
                 .map(|t| t.to_string())
                 .collect(),
-            _ => self.objects.iter().map(|t| t.to_string()).collect(),
+            _ => self.objects.iter().map(|(_, t)| t.to_string()).collect(),
         }
     }
 }
 
-/// What identifies a shareable list.
+/// What identifies a shareable list within its kind and namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct ListKey {
     kind: Kind,
@@ -98,22 +106,15 @@ struct ListKey {
     field_selector: String,
 }
 
-type Slot = tokio::sync::Mutex<Option<Arc<Listed>>>;
-
-/// The shared lists of one controller module, and when events of a read kind
-/// last enqueued keys, per namespace.
+/// The shared lists of one controller module; events are counted per kind
+/// and namespace.
 #[derive(Default)]
-pub(super) struct LiveLists {
-    slots: Mutex<HashMap<ListKey, Arc<Slot>>>,
-    changes: Mutex<HashMap<(Kind, String), Instant>>,
-}
+pub(super) struct LiveLists(SharedLists<(Kind, String), ListKey, Listed>);
 
 impl LiveLists {
     /// An event of `kind` enqueued keys of `namespace` now.
     pub(super) fn changed(&self, kind: &Kind, namespace: &str) {
-        let mut changes = self.changes.lock().unwrap();
-        changes.retain(|_, at| at.elapsed() < RETAIN);
-        changes.insert((kind.clone(), namespace.to_string()), Instant::now());
+        self.0.changed((kind.clone(), namespace.to_string()));
     }
 
     /// The list `request` asks for in `namespace`: with `after-observed` a
@@ -127,46 +128,19 @@ impl LiveLists {
         issue: F,
     ) -> Result<Arc<Listed>, ReconcileError>
     where
-        F: AsyncFnOnce(Instant) -> Result<Listed, ReconcileError>,
+        F: AsyncFnOnce() -> Result<Listed, ReconcileError>,
     {
         if read.freshness == Freshness::AfterDequeue {
-            return issue(Instant::now()).await.map(Arc::new);
+            return issue().await.map(Arc::new);
         }
-        let not_before = match self
-            .changes
-            .lock()
-            .unwrap()
-            .get(&(request.kind.clone(), namespace.to_string()))
-        {
-            Some(changed) => observed.max(*changed),
-            None => observed,
-        };
         let key = ListKey {
             kind: request.kind.clone(),
             namespace: namespace.to_string(),
             label_selector: request.label_selector.clone(),
             field_selector: request.field_selector.clone(),
         };
-        let slot = {
-            let mut slots = self.slots.lock().unwrap();
-            // Held (strong count > 1) or locked: in use, keep.
-            slots.retain(|_, slot| {
-                Arc::strong_count(slot) > 1
-                    || slot.try_lock().map_or(true, |listed| {
-                        listed.as_ref().is_some_and(|l| l.issued.elapsed() < RETAIN)
-                    })
-            });
-            slots.entry(key).or_default().clone()
-        };
-        let mut slot = slot.lock().await;
-        if let Some(listed) = slot.as_ref()
-            && listed.issued >= not_before
-        {
-            return Ok(listed.clone());
-        }
-        let listed = Arc::new(issue(Instant::now()).await?);
-        *slot = Some(listed.clone());
-        Ok(listed)
+        let scope = (request.kind.clone(), namespace.to_string());
+        self.0.list(&scope, key, observed, issue).await
     }
 }
 
@@ -201,45 +175,37 @@ mod tests {
         issued: &AtomicUsize,
     ) {
         lists
-            .list(read, &request(), ns, observed, async |at| {
+            .list(read, &request(), ns, observed, async || {
                 issued.fetch_add(1, Ordering::SeqCst);
-                Ok(Listed::new(at, Vec::new(), read, None))
+                Ok(Listed::new(None))
             })
             .await
             .unwrap();
     }
 
     #[tokio::test]
-    async fn keys_observed_before_a_list_share_it_and_an_event_after_it_forces_a_new_one() {
+    async fn after_observed_shares_a_list_until_an_event_of_its_kind_in_its_namespace() {
         let lists = LiveLists::default();
         let read = read(Freshness::AfterObserved);
         let issued = AtomicUsize::new(0);
         let observed = Instant::now();
         list(&lists, &read, "a", observed, &issued).await;
         list(&lists, &read, "a", observed, &issued).await;
+        assert_eq!(issued.load(Ordering::SeqCst), 1, "shared");
+        lists.changed(&Kind::new("", "v1", "Node"), "a");
+        lists.changed(&read.kind, "b");
+        list(&lists, &read, "a", observed, &issued).await;
         assert_eq!(
             issued.load(Ordering::SeqCst),
             1,
-            "the second key takes the first list"
-        );
-        list(&lists, &read, "b", observed, &issued).await;
-        assert_eq!(
-            issued.load(Ordering::SeqCst),
-            2,
-            "another namespace lists on its own"
+            "events of another kind or namespace keep it"
         );
         lists.changed(&read.kind, "a");
         list(&lists, &read, "a", observed, &issued).await;
         assert_eq!(
             issued.load(Ordering::SeqCst),
-            3,
-            "an event after the list: a new one"
-        );
-        list(&lists, &read, "a", Instant::now(), &issued).await;
-        assert_eq!(
-            issued.load(Ordering::SeqCst),
-            4,
-            "a copy observed after the list: a new one"
+            2,
+            "an event of its kind: a new one"
         );
     }
 

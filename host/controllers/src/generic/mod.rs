@@ -239,12 +239,12 @@ impl Generic {
             .iter()
             .filter(|w| &w.kind == kind)
             .find_map(|w| w.cache.get(&key))
-            .map(|c| c.value.clone())
+            .map(|c| c.value())
     }
 
     fn input(&self, primary: &Cached) -> Input {
         Input {
-            primary: primary.value.to_string(),
+            primary: primary.text.to_string(),
             related: self
                 .watched
                 .iter()
@@ -254,7 +254,7 @@ impl Generic {
                         .relation
                         .related(primary, &w.cache)
                         .iter()
-                        .map(|o| o.value.to_string())
+                        .map(|o| o.text.to_string())
                         .collect(),
                 })
                 .collect(),
@@ -323,7 +323,7 @@ impl Generic {
             let child = |kind: &Kind, name: &str| self.cached(kind, &key.namespace, name);
             let seen = validate::Seen {
                 key: &key_text,
-                primary: &primary.value,
+                primary: &primary.value(),
                 child: &child,
             };
             validate::plan(&self.checked, &seen, &actions)
@@ -356,7 +356,7 @@ impl Reconciler for Generic {
         let projection = self.checked.primary_projection.clone();
         watches.reflect(
             self.api(primary_kind, ""),
-            move |object: &DynamicObject| Cached::new(projection.project(&to_value(object))),
+            move |object: &DynamicObject| Cached::new(&projection.project_object(object)),
             self.primary.clone(),
             |change: &Change<Cached>| match change {
                 // Every change of the primary is decided, as kube-runtime's
@@ -383,7 +383,7 @@ impl Reconciler for Generic {
             });
             watches.reflect(
                 self.api(&watched.kind, ""),
-                move |object: &DynamicObject| Cached::new(projection.project(&to_value(object))),
+                move |object: &DynamicObject| Cached::new(&projection.project_object(object)),
                 watched.cache.clone(),
                 move |change: &Change<Cached>| {
                     let watched = &this.watched[i];
@@ -405,10 +405,6 @@ impl Reconciler for Generic {
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
         self.sync(key).await
     }
-}
-
-fn to_value(object: &DynamicObject) -> Value {
-    serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
 /// The host's clock for a decision: RFC 3339 in UTC with milliseconds

@@ -1,5 +1,7 @@
-//! What a controller module's caches hold: the projected JSON of one object,
-//! with its key and resourceVersion read once.
+//! What a controller module's caches hold: the projected JSON of one object as
+//! text (what a decision is given: handed over without serializing it again),
+//! with what the host reads on every event taken out once. The few readers of
+//! other fields (validation, index values, selectors) parse it on demand.
 
 use std::time::Instant;
 
@@ -11,18 +13,20 @@ use crate::cache::{ObjectKey, Projection};
 pub struct Cached {
     pub key: ObjectKey,
     pub resource_version: String,
-    /// The projection (see `paths::Projection`): what a decision is given.
-    pub value: Value,
+    pub uid: String,
+    /// The projection (see `paths::Projection`) as compact JSON text.
+    pub text: Box<str>,
     /// When the host made this copy from a watch event (a shared live list
     /// must be issued after it: see `live`).
     pub observed: Instant,
 }
 
 impl Cached {
-    pub fn new(value: Value) -> Self {
+    pub fn new(value: &Value) -> Self {
         let meta = |field: &str| {
             value
-                .pointer(&format!("/metadata/{field}"))
+                .get("metadata")
+                .and_then(|m| m.get(field))
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string()
@@ -30,16 +34,16 @@ impl Cached {
         Self {
             key: ObjectKey::new(meta("namespace"), meta("name")),
             resource_version: meta("resourceVersion"),
-            value,
+            uid: meta("uid"),
+            text: value.to_string().into_boxed_str(),
             observed: Instant::now(),
         }
     }
 
-    pub fn uid(&self) -> &str {
-        self.value
-            .pointer("/metadata/uid")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+    /// The projection, parsed.
+    pub fn value(&self) -> Value {
+        // The text was written from a `Value`: it always parses.
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
     }
 }
 

@@ -2,6 +2,8 @@
 //! parsed once from a module's description, then used to project objects (only
 //! the declared fields cross the boundary) and to read index values.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 
 /// One step of a path: a field, or every element of the list in that field.
@@ -224,6 +226,47 @@ impl Projection {
         }
         Value::Object(out)
     }
+
+    /// [`Projection::project`] of a decoded object, without first serializing
+    /// what the projection drops (managedFields, undeclared fields).
+    pub fn project_object(&self, object: &DynamicObject) -> Value {
+        let in_metadata =
+            |p: &FieldPath| matches!(p.steps.first(), Some(Step::Field(f)) if f == "metadata");
+        if self.paths.iter().any(in_metadata) {
+            // A declared metadata path: project the whole object.
+            return self.project(&serde_json::to_value(object).unwrap_or(Value::Null));
+        }
+        let mut out = Map::new();
+        if let Some(types) = &object.types {
+            out.insert("apiVersion".into(), types.api_version.clone().into());
+            out.insert("kind".into(), types.kind.clone().into());
+        }
+        let m = &object.metadata;
+        // The fields of METADATA.
+        let kept = ObjectMeta {
+            namespace: m.namespace.clone(),
+            name: m.name.clone(),
+            uid: m.uid.clone(),
+            resource_version: m.resource_version.clone(),
+            generation: m.generation,
+            creation_timestamp: m.creation_timestamp.clone(),
+            deletion_timestamp: m.deletion_timestamp.clone(),
+            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+            finalizers: m.finalizers.clone(),
+            labels: m.labels.clone(),
+            annotations: m.annotations.clone(),
+            owner_references: m.owner_references.clone(),
+            ..ObjectMeta::default()
+        };
+        out.insert(
+            "metadata".into(),
+            serde_json::to_value(kept).unwrap_or_default(),
+        );
+        for path in &self.paths {
+            path.copy(&object.data, &mut out);
+        }
+        Value::Object(out)
+    }
 }
 
 #[cfg(test)]
@@ -284,6 +327,22 @@ mod tests {
                 "status": { "phase": "Running" }
             })
         );
+    }
+
+    #[test]
+    fn a_decoded_object_projects_as_its_json_does() {
+        let object: DynamicObject = serde_json::from_value(pod()).unwrap();
+        for paths in [
+            vec!["spec.volumes[*].persistentVolumeClaim.claimName".into()],
+            vec!["metadata.managedFields".into(), "status".into()],
+        ] {
+            let projection = Projection::new(&paths).unwrap();
+            assert_eq!(
+                projection.project_object(&object),
+                projection.project(&pod()),
+                "{paths:?}"
+            );
+        }
     }
 
     #[test]

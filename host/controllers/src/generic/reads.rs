@@ -9,6 +9,7 @@ use super::live::Listed;
 use super::{Cached, Generic};
 use crate::budget::cut;
 use crate::journal::Entry;
+use crate::live_lists::paginated;
 use crate::reconcile::ReconcileError;
 use crate::validate::Rejected;
 
@@ -41,7 +42,7 @@ impl Generic {
                             &self.checked.watch_projections[i],
                         )
                     });
-                    let issue = async |issued: std::time::Instant| {
+                    let issue = async || {
                         let params = ListParams {
                             label_selector: Some(list.label_selector.clone())
                                 .filter(|s| !s.is_empty()),
@@ -49,17 +50,26 @@ impl Generic {
                                 .filter(|s| !s.is_empty()),
                             ..ListParams::default()
                         };
-                        let result = api.list(&params).await;
+                        // Page by page: only the projections are kept.
+                        let result = paginated(
+                            &params,
+                            |params| {
+                                let api = &api;
+                                async move { api.list(&params).await }
+                            },
+                            || Listed::new(watch),
+                            |listed, items| listed.add(items, read, watch),
+                        )
+                        .await;
                         self.ctx.journal.record(Entry::read(
                             self.name, key, "list", resource, namespace, "", &result,
                         ));
-                        let items = result
+                        result
+                            .map(Listed::sorted)
                             .map_err(|source| ReconcileError::Read {
                                 what: format!("live list of {resource} in {namespace:?}"),
                                 source,
-                            })?
-                            .items;
-                        Ok(Listed::new(issued, items, read, watch))
+                            })
                     };
                     let listed = self
                         .live
@@ -102,7 +112,7 @@ impl Generic {
                 request: request.clone(),
                 objects: objects
                     .iter()
-                    .map(|o| read.projection.project(&super::to_value(o)).to_string())
+                    .map(|o| read.projection.project_object(o).to_string())
                     .collect(),
             });
         }

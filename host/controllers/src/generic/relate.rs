@@ -53,18 +53,13 @@ impl Relation {
         let cache = Cache::new().with_index(BY_NAMESPACE, by_namespace);
         match (&self.mapping, &self.path) {
             (Mapping::Owner, _) => cache.with_index(BY_OWNER, |o: &Cached| {
-                owner_refs(&o.value)
+                owner_refs(&o.value())
                     .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string))
                     .collect()
             }),
             (Mapping::FieldIndex(_), Some(path)) => {
                 let path = path.clone();
-                cache.with_index(BY_FIELD, move |o: &Cached| {
-                    path.strings(&o.value)
-                        .into_iter()
-                        .map(|v| format!("{}/{v}", o.key.namespace))
-                        .collect()
-                })
+                cache.with_index(BY_FIELD, move |o: &Cached| in_namespace(&path, o))
             }
             _ => cache,
         }
@@ -75,12 +70,7 @@ impl Relation {
         match (&self.primary_index, &self.path) {
             (Some(name), Some(path)) => {
                 let path = path.clone();
-                cache.with_index(name.clone(), move |o: &Cached| {
-                    path.strings(&o.value)
-                        .into_iter()
-                        .map(|v| format!("{}/{v}", o.key.namespace))
-                        .collect()
-                })
+                cache.with_index(name.clone(), move |o: &Cached| in_namespace(&path, o))
             }
             _ => cache,
         }
@@ -111,7 +101,7 @@ impl Relation {
             (Mapping::Owner, _) => {
                 let group = &self.primary.group;
                 keys.extend(
-                    owner_refs(&object.value)
+                    owner_refs(&object.value())
                         .filter(|r| {
                             r.get("kind").and_then(Value::as_str)
                                 == Some(self.primary.kind.as_str())
@@ -123,17 +113,20 @@ impl Relation {
             }
             (Mapping::SameName, _) => keys.push(object.key.clone()),
             (Mapping::FieldIndex(_), Some(path)) => keys.extend(
-                path.strings(&object.value)
+                path.strings(&object.value())
                     .into_iter()
                     .map(|name| ObjectKey::new(namespace.as_str(), name)),
             ),
-            (Mapping::Selector(_), Some(path)) => keys.extend(
-                primaries
-                    .by_index(BY_NAMESPACE, namespace)
-                    .iter()
-                    .filter(|p| selects(path.first(&p.value), &object.value))
-                    .map(|p| p.key.clone()),
-            ),
+            (Mapping::Selector(_), Some(path)) => {
+                let object = object.value();
+                keys.extend(
+                    primaries
+                        .by_index(BY_NAMESPACE, namespace)
+                        .iter()
+                        .filter(|p| selects(path.first(&p.value()), &object))
+                        .map(|p| p.key.clone()),
+                );
+            }
             (Mapping::NamedBy(_), Some(_)) => {
                 let index = self
                     .primary_index
@@ -153,30 +146,29 @@ impl Relation {
     /// The watched objects a decision of `primary` is given, sorted by key.
     pub fn related(&self, primary: &Cached, cache: &Cache<Cached>) -> Vec<Arc<Cached>> {
         let namespace = &primary.key.namespace;
-        let uid = primary
-            .value
-            .pointer("/metadata/uid")
-            .and_then(Value::as_str);
         match (&self.mapping, &self.path) {
-            (Mapping::Owner, _) => uid.map_or_else(Vec::new, |uid| cache.by_index(BY_OWNER, uid)),
+            (Mapping::Owner, _) if primary.uid.is_empty() => Vec::new(),
+            (Mapping::Owner, _) => cache.by_index(BY_OWNER, &primary.uid),
             (Mapping::SameName, _) => cache.get(&primary.key).into_iter().collect(),
             (Mapping::FieldIndex(_), _) => {
                 cache.by_index(BY_FIELD, &format!("{namespace}/{}", primary.key.name))
             }
             (Mapping::Selector(_), Some(path)) => {
-                let selector = path.first(&primary.value);
+                let primary = primary.value();
+                let selector = path.first(&primary);
                 if selector.is_none() {
                     return Vec::new();
                 }
                 cache
                     .by_index(BY_NAMESPACE, namespace)
                     .into_iter()
-                    .filter(|o| selects(selector, &o.value))
+                    .filter(|o| selects(selector, &o.value()))
                     .collect()
             }
             (Mapping::NamedBy(_), Some(path)) => {
+                let primary_value = primary.value();
                 let mut found: Vec<Arc<Cached>> = path
-                    .strings(&primary.value)
+                    .strings(&primary_value)
                     .into_iter()
                     .filter_map(|name| cache.get(&ObjectKey::new(namespace.as_str(), name)))
                     .collect();
@@ -198,6 +190,15 @@ impl InNamespace for ObjectKey {
     fn to_string_in_namespace(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
+}
+
+/// `namespace/value` of each string at `path` in `object` (the index values of
+/// a field index and of `named-by`).
+fn in_namespace(path: &FieldPath, object: &Cached) -> Vec<String> {
+    path.strings(&object.value())
+        .into_iter()
+        .map(|v| format!("{}/{v}", object.key.namespace))
+        .collect()
 }
 
 fn owner_refs(object: &Value) -> impl Iterator<Item = &Value> {
@@ -272,7 +273,7 @@ mod tests {
     use super::*;
 
     fn cached(value: Value) -> Arc<Cached> {
-        Arc::new(Cached::new(value))
+        Arc::new(Cached::new(&value))
     }
 
     fn foo(name: &str, deployment: &str) -> Arc<Cached> {

@@ -55,7 +55,7 @@ impl CachedPod {
 
 /// A PVC as the caches keep it: the guest's `model::Pvc` and when the host
 /// observed this copy (pvc-protection: a live pod list issued later is fresh
-/// enough to release it, see `pvc_protection::LivePodLists`).
+/// enough to release it, see `live_lists`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedPvc {
     pub pvc: model::Pvc,

@@ -12,6 +12,7 @@ use rekon_contract::project::{project_owner_reference, project_phase};
 use rekon_guest::model;
 use serde::Deserialize;
 
+use crate::live_lists::paginated;
 use crate::projection::pvc_names;
 
 /// A pod of a live LIST: only what the pvc-protection decision and its
@@ -125,45 +126,25 @@ impl LivePod {
 /// own users instead of scanning (and copying) the whole namespace.
 pub type PodsByPvc = HashMap<String, Vec<model::Pod>>;
 
-/// Pods per page of a live LIST (client-go's pager default): a namespace's list
-/// is never held whole as one response body, only as the index it builds.
-const PAGE: u32 = 500;
-
-/// Restarts of a paginated LIST whose continue token expired (410) before it fails.
-const RESTARTS: usize = 3;
-
-/// LISTs the pods of `namespace` (a consistent read: the pages after the first
-/// are served at its resourceVersion) and indexes them by PVC.
+/// LISTs the pods of `namespace`, page by page, and indexes them by PVC.
 pub async fn list(client: &Client, namespace: &str) -> Result<PodsByPvc, kube::Error> {
-    let mut restarts = 0;
-    loop {
-        match list_pages(client, namespace).await {
-            // The snapshot was compacted away mid-list: a fresh list is as fresh.
-            Err(kube::Error::Api(status)) if status.code == 410 && restarts < RESTARTS => {
-                restarts += 1;
-            }
-            result => return result,
-        }
-    }
-}
-
-async fn list_pages(client: &Client, namespace: &str) -> Result<PodsByPvc, kube::Error> {
-    let mut by_pvc = PodsByPvc::new();
-    let mut params = ListParams::default().limit(PAGE);
-    loop {
-        let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
-            .list(&params)
-            .map_err(kube::Error::BuildRequest)?;
-        let page: ObjectList<LivePod> = client.request(request).await?;
-        index(
-            &mut by_pvc,
-            page.items.into_iter().map(|pod| pod.project_in(namespace)),
-        );
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(by_pvc),
-        }
-    }
+    paginated(
+        &ListParams::default(),
+        |params| async move {
+            let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
+                .list(&params)
+                .map_err(kube::Error::BuildRequest)?;
+            client.request::<ObjectList<LivePod>>(request).await
+        },
+        PodsByPvc::new,
+        |by_pvc, pods| {
+            index(
+                by_pvc,
+                pods.into_iter().map(|pod| pod.project_in(namespace)),
+            );
+        },
+    )
+    .await
 }
 
 fn index(by_pvc: &mut PodsByPvc, pods: impl Iterator<Item = model::Pod>) {
@@ -276,7 +257,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_list_longer_than_a_page_is_read_whole() {
         use rekon_apiserver::{ApiServer, ServerConfig};
-        let n = 2 * PAGE as usize + 1;
+        let n = 2 * crate::live_lists::PAGE as usize + 1;
         let server = ApiServer::start(ServerConfig::new(), "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();

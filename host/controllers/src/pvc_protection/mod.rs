@@ -12,9 +12,7 @@ mod native;
 pub mod rules;
 pub mod validate;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use rekon_guest::model::{self, PvcDecision, PvcInput};
@@ -24,6 +22,7 @@ use crate::cache::ObjectKey;
 use crate::context::{Context, reference};
 use crate::decider::{Decider, Slot};
 use crate::journal::Entry;
+use crate::live_lists::SharedLists;
 use crate::projection::{CachedPod, CachedPvc, PODS_BY_PVC};
 use crate::reconcile::{Outcome, ReconcileError, decide, log_failure};
 use crate::reconciler::{Builtin, Reconciler};
@@ -53,7 +52,7 @@ impl Reconciler for PvcProtection {
         watches.on::<CachedPod>(move |change| {
             let keys = Self::keys_for_pod(change);
             if let Some(key) = keys.first() {
-                this.live.pod_changed(&key.namespace);
+                this.live.changed(key.namespace.clone());
             }
             keys
         });
@@ -120,9 +119,19 @@ impl PvcProtection {
                         .into(),
                 });
             }
+            let namespace = &key.namespace;
             let live = self
                 .live
-                .list(&self.ctx, &key_text, &key.namespace, cached.observed)
+                .list(namespace, namespace.clone(), cached.observed, async || {
+                    let result = live::list(&self.ctx.client, namespace).await;
+                    self.ctx.journal.record(Entry::read(
+                        NAME, &key_text, "list", "pods", namespace, "", &result,
+                    ));
+                    result.map_err(|source| ReconcileError::Read {
+                        what: format!("live list of pods in {namespace}"),
+                        source,
+                    })
+                })
                 .await?;
             // Only this PVC's users: no other pod of the list can use it.
             input.live_pods = Some(live.get(&key_text).cloned().unwrap_or_default());
@@ -216,99 +225,8 @@ fn summarize(input: &PvcInput) -> serde_json::Value {
     })
 }
 
-type LiveList = Arc<PodsByPvc>;
-
-/// Per-namespace live pod lists shared by the PVC keys of one namespace.
-///
-/// Freshness: a key may use any list issued after the host observed the cached
-/// PVC copy it decides on (`CachedPvc::observed`), not only one issued after it
-/// was dequeued (upstream, §1.5.3). Sound because only a deleting copy can be
-/// released (validate rejects anything else), and a PVC that is deleting gains
-/// no new users: the scheduler and kubelet refuse deleting PVCs (§1.5). So every
-/// pod that can use the PVC already existed when the deleting copy was written,
-/// hence before we observed it, and a consistent LIST issued afterwards shows it
-/// unless it is gone. Many keys then share one LIST: at most one is in flight per
-/// namespace (the slot's lock), and the keys waiting take the next one.
-///
-/// Liveness: a list must also postdate the last pod event that enqueued keys of
-/// its namespace (`pod_changed`); else a key requeued by a pod's deletion could
-/// reuse a list that still shows that pod, keep the finalizer and never be
-/// enqueued again.
-///
-/// A namespace's last list is kept for [`RETAIN`] after it was issued, so keys
-/// dequeued one after another share it too; older lists nobody holds are dropped
-/// by the next request for any namespace. A failed list is not kept.
-#[derive(Default)]
-struct LivePodLists {
-    by_namespace: Mutex<HashMap<String, Arc<NamespaceList>>>,
-    /// When a pod event last enqueued PVC keys, per namespace. Entries older than
-    /// [`RETAIN`] are dropped: every list still kept was issued after them.
-    pod_changes: Mutex<HashMap<String, Instant>>,
-}
-
-/// How long a live list is kept for later keys (memory, not freshness: see above).
-const RETAIN: Duration = Duration::from_secs(5);
-
-/// The last live list of one namespace and when it was issued.
-type NamespaceList = tokio::sync::Mutex<Option<(Instant, LiveList)>>;
-
-impl LivePodLists {
-    /// A pod event enqueued keys of `namespace` now.
-    fn pod_changed(&self, namespace: &str) {
-        let mut changes = self.pod_changes.lock().unwrap();
-        changes.retain(|_, at| at.elapsed() < RETAIN);
-        changes.insert(namespace.to_string(), Instant::now());
-    }
-
-    async fn list(
-        &self,
-        ctx: &Context,
-        key: &str,
-        namespace: &str,
-        observed: Instant,
-    ) -> Result<LiveList, ReconcileError> {
-        let not_before = match self.pod_changes.lock().unwrap().get(namespace) {
-            Some(changed) => observed.max(*changed),
-            None => observed,
-        };
-        let slot = {
-            let mut lists = self.by_namespace.lock().unwrap();
-            // Held (strong count > 1) or locked: in use, keep.
-            lists.retain(|_, slot| {
-                Arc::strong_count(slot) > 1
-                    || slot.try_lock().map_or(true, |list| {
-                        list.as_ref()
-                            .is_some_and(|(issued, _)| issued.elapsed() < RETAIN)
-                    })
-            });
-            lists.entry(namespace.to_string()).or_default().clone()
-        };
-        Self::list_in(&slot, ctx, key, namespace, not_before).await
-    }
-
-    async fn list_in(
-        slot: &NamespaceList,
-        ctx: &Context,
-        key: &str,
-        namespace: &str,
-        not_before: Instant,
-    ) -> Result<LiveList, ReconcileError> {
-        let mut slot = slot.lock().await;
-        if let Some((issued, pods)) = slot.as_ref()
-            && *issued >= not_before
-        {
-            return Ok(pods.clone());
-        }
-        let issued = Instant::now();
-        let result = live::list(&ctx.client, namespace).await;
-        ctx.journal.record(Entry::read(
-            NAME, key, "list", "pods", namespace, "", &result,
-        ));
-        let pods: LiveList = Arc::new(result.map_err(|source| ReconcileError::Read {
-            what: format!("live list of pods in {namespace}"),
-            source,
-        })?);
-        *slot = Some((issued, pods.clone()));
-        Ok(pods)
-    }
-}
+/// Per-namespace live pod lists shared by the PVC keys of one namespace, by
+/// the rule of [`crate::live_lists`] (scope and list key: the namespace). Only a
+/// deleting copy can be released (validate rejects anything else), which is
+/// what makes a list issued after the copy was observed fresh enough.
+type LivePodLists = SharedLists<String, String, PodsByPvc>;
