@@ -16,6 +16,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
+use rekon_controllers::decider::ShadowDifference;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::{Entry, Journal};
 use rekon_controllers::selection;
@@ -35,6 +36,8 @@ const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// The finalizer of a build of pv-protection patched to declare (and manage) another one.
 const OTHER_FINALIZER: &str = "kubernetes.io/pv-protectioX";
 const MAX_BYTES: u64 = 400 << 10;
+/// Another controller's finalizer.
+const HOLD: &str = "example.com/hold";
 
 fn pv_protection() -> Vec<u8> {
     std::fs::read(built_guest("rekon_guest_pv_protection")).expect("run `make guests`")
@@ -53,7 +56,11 @@ fn pv_protection_with(from: &str, to: &str) -> Vec<u8> {
             replaced += 1;
         }
     }
-    assert!(replaced > 0, "{:?} is in the module's data", String::from_utf8_lossy(from));
+    assert!(
+        replaced > 0,
+        "{:?} is in the module's data",
+        String::from_utf8_lossy(from)
+    );
     bytes
 }
 
@@ -62,10 +69,11 @@ fn pv_protection_declaring_another_finalizer() -> Vec<u8> {
     pv_protection_with(PV_FINALIZER, OTHER_FINALIZER)
 }
 
-/// A build that never sees a PV as bound (it compares the phase with
-/// `Bounx`): same description, but it releases a bound PV being deleted.
-fn pv_protection_ignoring_bound() -> Vec<u8> {
-    pv_protection_with("Bound", "Bounx")
+/// A build that never sees a PV as deleting (it reads
+/// `metadata.deletionTimestamX`): same description, but it keeps protecting a
+/// PV being deleted.
+fn pv_protection_blind_to_deletion() -> Vec<u8> {
+    pv_protection_with("deletionTimestamp", "deletionTimestamX")
 }
 
 /// The embedded API server with the DecisionModule CRD, a namespace, and
@@ -558,7 +566,11 @@ async fn a_changed_module_file_is_a_new_version_and_a_removed_one_stops() {
 }
 
 /// Waits until object `name`'s status shows a shadow tally satisfying `done`.
-async fn shadow_status(setup: &Setup, name: &str, done: impl Fn(&ShadowStatus) -> bool) -> ShadowStatus {
+async fn shadow_status(
+    setup: &Setup,
+    name: &str,
+    done: impl Fn(&ShadowStatus) -> bool,
+) -> ShadowStatus {
     let status = setup
         .status(name, |s| s.shadow.as_ref().is_some_and(&done))
         .await;
@@ -602,49 +614,55 @@ async fn a_shadow_that_agrees_is_counted_and_writes_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shadow_that_differs_is_recorded_and_its_decisions_are_never_written() {
     let setup = setup(None).await;
-    let (shadow, _) = setup.ship("shadow", &pv_protection_ignoring_bound()).await;
+    let (shadow, _) = setup
+        .ship("shadow", &pv_protection_blind_to_deletion())
+        .await;
     let v1 = setup
         .serve_pv_protection("pv-protection", "v1", json!({"shadow": shadow}))
         .await;
-    setup.create_pv("bound", Some("Bound")).await;
-    setup.pv_has("bound", &[PV_FINALIZER]).await;
+    // Another controller's finalizer holds the PV once it is deleted.
+    setup.create_pv("held", None).await;
+    setup.pv_has("held", &[PV_FINALIZER]).await;
     setup
         .pvs()
-        .delete("bound", &DeleteParams::default())
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": [PV_FINALIZER, HOLD]}})),
+        )
         .await
         .unwrap();
-    // The shadow would release the bound PV being deleted; the serving version keeps it.
-    let tally = shadow_status(&setup, "pv-protection", |s| s.differed >= 1).await;
+    setup
+        .pvs()
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap();
+    // The serving version releases the PV being deleted; the shadow would
+    // keep it, then add its finalizer back.
+    setup.pv_has("held", &[HOLD]).await;
+    let tally = shadow_status(&setup, "pv-protection", |s| s.differed >= 2).await;
     assert_eq!(tally.failed, 0, "{tally:?}");
     let differences = setup
         .modules
         .controller_shadow_tally("pv-protection")
         .unwrap()
         .differences();
-    let difference = differences
-        .iter()
-        .find(|d| d.key == "bound")
-        .unwrap_or_else(|| panic!("a difference on PV bound: {differences:?}"));
+    let adds = |d: &ShadowDifference| {
+        d.key == "held"
+            && d.shadow.to_string().contains(PV_FINALIZER)
+            && !d.active.to_string().contains(PV_FINALIZER)
+    };
     assert!(
-        difference.shadow.to_string().contains(PV_FINALIZER),
-        "the shadow removes the finalizer: {difference:?}"
-    );
-    assert!(
-        !difference.active.to_string().contains(PV_FINALIZER),
-        "the serving version does nothing: {difference:?}"
+        differences.iter().any(adds),
+        "the shadow would add the finalizer to the PV being deleted: {differences:#?}"
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
-        setup.pv_finalizers("bound").await,
-        Some(vec![PV_FINALIZER.to_string()]),
-        "the shadow's decision was not written: the bound PV stays protected"
+        setup.pv_finalizers("held").await,
+        Some(vec![HOLD.to_string()]),
+        "the shadow's decisions were not written"
     );
-    assert!(
-        setup
-            .decided("bound")
-            .iter()
-            .all(|d| *d == v1.to_string())
-    );
+    assert!(setup.decided("held").iter().all(|d| *d == v1.to_string()));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -678,7 +696,10 @@ async fn a_shadow_is_promoted_on_evidence_and_decides_every_key_again() {
     assert_eq!(status.active.unwrap().digest, v2_digest.to_string());
     let promotion = status.promotion.unwrap();
     assert_eq!(promotion.digest, v2_digest.to_string());
-    assert!(promotion.agreed >= 4 && promotion.differed == 0, "{promotion:?}");
+    assert!(
+        promotion.agreed >= 4 && promotion.differed == 0,
+        "{promotion:?}"
+    );
     // The promoted version decides every key again, and serves new ones.
     setup.decided_by(&["a", "b", "c"], &v2_digest).await;
     setup.create_pv("after", None).await;
@@ -716,7 +737,11 @@ async fn a_shadow_asking_for_more_than_the_pin_or_describing_otherwise_is_refuse
             .await;
         let ready = status.condition("Ready").unwrap().clone();
         assert_eq!(ready.reason, reason, "{}", ready.message);
-        assert!(ready.message.starts_with("spec.shadow: "), "{}", ready.message);
+        assert!(
+            ready.message.starts_with("spec.shadow: "),
+            "{}",
+            ready.message
+        );
         assert!(ready.message.contains("keeps serving"), "{}", ready.message);
         assert_eq!(status.active.unwrap().digest, v1.to_string());
         assert!(status.shadow.is_none(), "no shadow decides");
@@ -744,6 +769,10 @@ async fn a_shadow_asking_for_more_than_the_pin_or_describing_otherwise_is_refuse
             .iter()
             .all(|digest| *digest == v1.to_string())
     );
-    assert!(setup.modules.controller_shadow_tally("pv-protection").is_none());
+    assert!(
+        setup
+            .modules
+            .controller_shadow_tally("pv-protection")
+            .is_none()
+    );
 }
-

@@ -53,7 +53,11 @@ impl<W: GuestWorld> TypedSlot<W> {
         )
     }
 
-    fn around(slot: Arc<Slot<W>>, recent_inputs: usize, shadows: Arc<ShadowPool>) -> Arc<dyn WorldSlot> {
+    fn around(
+        slot: Arc<Slot<W>>,
+        recent_inputs: usize,
+        shadows: Arc<ShadowPool>,
+    ) -> Arc<dyn WorldSlot> {
         Arc::new(Self {
             slot,
             recent: Arc::new(RecentInputs::new(recent_inputs)),
@@ -491,7 +495,10 @@ impl Controller {
     /// The file the serving version was loaded from.
     pub fn serving_path(&self) -> Option<std::path::PathBuf> {
         let state = self.state.lock().unwrap();
-        state.active.as_ref().map(|a| a.version.path().to_path_buf())
+        state
+            .active
+            .as_ref()
+            .map(|a| a.version.path().to_path_buf())
     }
 
     pub fn status(&self) -> ControllerStatus {

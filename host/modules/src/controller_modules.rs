@@ -364,7 +364,12 @@ impl ControllerModules {
 
     /// The tally of the shadow deciding beside controller `name`'s serving version.
     pub fn shadow_tally(&self, name: &str) -> Option<Arc<ShadowTally>> {
-        self.entries.lock().unwrap().get(name)?.controller.shadow_tally()
+        self.entries
+            .lock()
+            .unwrap()
+            .get(name)?
+            .controller
+            .shadow_tally()
     }
 
     /// The status of every controller module serving, by name.
@@ -548,14 +553,20 @@ fn load_plan(modules: &Modules, plan: ControllerModulePlan) -> Result<Candidate,
     let fallback = match &plan.fallback {
         Some(file) => {
             let fallback = load(fallback_field, file)?;
-            match same_controller(fallback_field, described, &fallback.module.checked.description) {
+            match same_controller(
+                fallback_field,
+                described,
+                &fallback.module.checked.description,
+            ) {
                 Ok(()) => Some(fallback.version),
                 // Checked, but no rollback target: it would serve another controller.
                 Err(_) if plan.auto_rollback.is_none() => None,
                 Err(refusal) => {
                     return Err(Refusal::new(
                         refusal.reason,
-                        format!("{refusal} (autoRollback would serve it in place of the serving version)"),
+                        format!(
+                            "{refusal} (autoRollback would serve it in place of the serving version)"
+                        ),
                     ));
                 }
             }
@@ -622,4 +633,3 @@ mod tests {
         assert_eq!(fields(Mode::Rollback)[0], "spec.previous");
     }
 }
-

@@ -120,14 +120,21 @@ async fn eventually(what: &str, done: impl Fn() -> bool) {
 async fn a_shadow_decides_beside_the_serving_version_and_is_never_applied() {
     let modules = modules().await;
     let v1 = file("v1", &pv_protection());
-    let ignoring_bound = file("shadow", &replaced("Bound", "Bounx"));
+    // Never sees a PV as deleting: it would protect a PV being deleted.
+    let blind = file(
+        "shadow",
+        &replaced("deletionTimestamp", "deletionTimestamX"),
+    );
     let mut with_shadow = plan(&v1, Mode::Active);
-    with_shadow.shadow = Some(ignoring_bound.clone());
+    with_shadow.shadow = Some(blind.clone());
     let applied = modules
         .apply_controller("o", pinned(with_shadow, &[FINALIZER]))
         .await
         .unwrap();
-    assert!(matches!(applied.offered, Offered::Started { replaced: None }));
+    assert!(matches!(
+        applied.offered,
+        Offered::Started { replaced: None }
+    ));
 
     // A new PV: both add the finalizer.
     let decided = decide(&modules, pv(&[], false, "Available"));
@@ -135,19 +142,29 @@ async fn a_shadow_decides_beside_the_serving_version_and_is_never_applied() {
     let tally = modules.controller_shadow_tally(NAME).unwrap();
     eventually("an agreement", || tally.agreed() == 1).await;
 
-    // A bound PV being deleted: the serving version keeps it, the shadow would release it.
-    let decided = decide(&modules, pv(&[FINALIZER], true, "Bound"));
-    assert!(actions(&decided).is_empty(), "the serving version's decision is applied");
+    // A PV being deleted without the finalizer: the serving version leaves
+    // it, the shadow would add the finalizer.
+    let decided = decide(&modules, pv(&[], true, "Available"));
+    assert!(
+        actions(&decided).is_empty(),
+        "the serving version's decision is applied"
+    );
     eventually("a difference", || tally.differed() == 1).await;
     let difference = &tally.differences()[0];
     assert_eq!(difference.key, "a");
-    assert!(difference.shadow.to_string().contains(FINALIZER), "{difference:?}");
+    assert!(
+        difference.shadow.to_string().contains(FINALIZER),
+        "{difference:?}"
+    );
 
     let status = &modules.status().controllers[NAME];
-    assert_eq!(status.active.as_ref().unwrap().sha256, v1.digest.to_string());
+    assert_eq!(
+        status.active.as_ref().unwrap().sha256,
+        v1.digest.to_string()
+    );
     assert_eq!(
         status.shadow.as_ref().unwrap().sha256,
-        ignoring_bound.digest.to_string()
+        blind.digest.to_string()
     );
     assert_eq!((status.shadow_agreed, status.shadow_differed), (1, 1));
 
@@ -158,7 +175,10 @@ async fn a_shadow_decides_beside_the_serving_version_and_is_never_applied() {
         .await
         .unwrap();
     assert!(matches!(applied.offered, Offered::Published));
-    assert_eq!(modules.controller_set().get(NAME).unwrap().version, version + 1);
+    assert_eq!(
+        modules.controller_set().get(NAME).unwrap().version,
+        version + 1
+    );
     assert!(modules.controller_shadow_tally(NAME).is_none());
 }
 
@@ -166,7 +186,10 @@ async fn a_shadow_decides_beside_the_serving_version_and_is_never_applied() {
 async fn a_shadow_agreeing_often_enough_is_promoted_and_decides_every_key_again() {
     let modules = modules().await;
     let v1 = file("v1", &pv_protection());
-    let v2 = file("v2", &with_custom_section(&pv_protection(), "rekon-build", b"v2"));
+    let v2 = file(
+        "v2",
+        &with_custom_section(&pv_protection(), "rekon-build", b"v2"),
+    );
     // Mode shadow, as composed from an object: `previous` serves, `module` shadows.
     let mut shadowing = plan(&v1, Mode::Shadow);
     shadowing.shadow = Some(v2.clone());
@@ -181,7 +204,11 @@ async fn a_shadow_agreeing_often_enough_is_promoted_and_decides_every_key_again(
     let version = modules.controller_set().get(NAME).unwrap().version;
     modules.promote_due();
     assert_eq!(
-        modules.status().controllers[NAME].active.as_ref().unwrap().sha256,
+        modules.status().controllers[NAME]
+            .active
+            .as_ref()
+            .unwrap()
+            .sha256,
         v1.digest.to_string(),
         "no evidence yet"
     );
@@ -192,8 +219,14 @@ async fn a_shadow_agreeing_often_enough_is_promoted_and_decides_every_key_again(
     eventually("two agreements", || tally.agreed() == 2).await;
     modules.promote_due();
     let status = &modules.status().controllers[NAME];
-    assert_eq!(status.active.as_ref().unwrap().sha256, v2.digest.to_string());
-    assert_eq!(status.previous.as_ref().unwrap().sha256, v1.digest.to_string());
+    assert_eq!(
+        status.active.as_ref().unwrap().sha256,
+        v2.digest.to_string()
+    );
+    assert_eq!(
+        status.previous.as_ref().unwrap().sha256,
+        v1.digest.to_string()
+    );
     assert_eq!(status.promotion.as_ref().unwrap().agreed, 2);
     assert_eq!(status.mode, Mode::Active);
     assert!(status.shadow.is_none());
@@ -204,14 +237,20 @@ async fn a_shadow_agreeing_often_enough_is_promoted_and_decides_every_key_again(
     );
     // Promoted once: nothing more to do.
     modules.promote_due();
-    assert_eq!(modules.controller_set().get(NAME).unwrap().version, version + 1);
+    assert_eq!(
+        modules.controller_set().get(NAME).unwrap().version,
+        version + 1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_version_failing_too_often_is_rolled_back_to_previous() {
     let modules = modules().await;
     let v1 = file("v1", &pv_protection());
-    let v2 = file("v2", &with_custom_section(&pv_protection(), "rekon-build", b"v2"));
+    let v2 = file(
+        "v2",
+        &with_custom_section(&pv_protection(), "rekon-build", b"v2"),
+    );
     let mut failing = plan(&v2, Mode::Active);
     failing.fallback = Some(v1.clone());
     // A 4 MiB memory cap: an input larger than that fails the decision (memory cap).
@@ -237,7 +276,10 @@ async fn a_version_failing_too_often_is_rolled_back_to_previous() {
         assert!(failed.is_err(), "over the memory cap");
     }
     let status = &modules.status().controllers[NAME];
-    assert_eq!(status.active.as_ref().unwrap().sha256, v1.digest.to_string());
+    assert_eq!(
+        status.active.as_ref().unwrap().sha256,
+        v1.digest.to_string()
+    );
     assert_eq!(status.rollbacks, 1);
     assert_eq!(
         status.rolled_back_from.as_deref(),
@@ -299,7 +341,10 @@ async fn a_shadow_wider_than_the_pin_or_describing_otherwise_is_refused() {
     assert!(refusal.message.starts_with("spec.previous: "), "{refusal}");
 
     let status = &modules.status().controllers[NAME];
-    assert_eq!(status.active.as_ref().unwrap().sha256, v1.digest.to_string());
+    assert_eq!(
+        status.active.as_ref().unwrap().sha256,
+        v1.digest.to_string()
+    );
     assert!(status.shadow.is_none());
     let decided = decide(&modules, pv(&[], false, "Available"));
     assert_eq!(actions(&decided), [Action::AddFinalizer(FINALIZER.into())]);
