@@ -3,7 +3,9 @@
 //! object pins; `kubectl get decisionmodules -o yaml` showing the declared
 //! scope; a version asking for more refused while the previous keeps
 //! deciding; a new version deciding every key again; deleting the object
-//! with `onRemoval: Keep` and `Release`; a new version dropping a finalizer),
+//! with `onRemoval: Keep` and `Release`; a new version dropping a finalizer;
+//! a shadow that agrees, one that differs, one asking for more than the pin
+//! or describing the controller otherwise; a shadow promoted on evidence),
 //! and from the guests directory (hot reload of a changed file, a removed file).
 
 use std::path::{Path, PathBuf};
@@ -14,12 +16,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
+use rekon_controllers::decider::ShadowDifference;
 use rekon_controllers::host::{Host, HostConfig};
 use rekon_controllers::journal::{Entry, Journal};
 use rekon_controllers::selection;
 use rekon_modules::object::{
     self, DecisionModule, DecisionModuleStatus, FINALIZER, Fetcher, ObjectOptions, Phase,
-    ServingObjects,
+    ServingObjects, ShadowStatus,
 };
 use rekon_modules::testing::with_custom_section;
 use rekon_modules::{ModuleDigest, Modules, ModulesOptions, WatchOptions, Watching};
@@ -33,16 +36,19 @@ const PV_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// The finalizer of a build of pv-protection patched to declare (and manage) another one.
 const OTHER_FINALIZER: &str = "kubernetes.io/pv-protectioX";
 const MAX_BYTES: u64 = 400 << 10;
+/// Another controller's finalizer.
+const HOLD: &str = "example.com/hold";
 
 fn pv_protection() -> Vec<u8> {
     std::fs::read(built_guest("rekon_guest_pv_protection")).expect("run `make guests`")
 }
 
-/// pv-protection with its finalizer's name replaced (same length, so the
-/// module stays valid): a build whose description declares `OTHER_FINALIZER`.
-fn pv_protection_declaring_another_finalizer() -> Vec<u8> {
+/// pv-protection with every `from` in its data replaced by `to` (same
+/// length, so the module stays valid).
+fn pv_protection_with(from: &str, to: &str) -> Vec<u8> {
     let mut bytes = pv_protection();
-    let (from, to) = (PV_FINALIZER.as_bytes(), OTHER_FINALIZER.as_bytes());
+    let (from, to) = (from.as_bytes(), to.as_bytes());
+    assert_eq!(from.len(), to.len());
     let mut replaced = 0;
     for i in 0..=bytes.len() - from.len() {
         if &bytes[i..i + from.len()] == from {
@@ -50,8 +56,24 @@ fn pv_protection_declaring_another_finalizer() -> Vec<u8> {
             replaced += 1;
         }
     }
-    assert!(replaced > 0, "the finalizer's name is in the module's data");
+    assert!(
+        replaced > 0,
+        "{:?} is in the module's data",
+        String::from_utf8_lossy(from)
+    );
     bytes
+}
+
+/// A build whose description declares (and manages) `OTHER_FINALIZER`.
+fn pv_protection_declaring_another_finalizer() -> Vec<u8> {
+    pv_protection_with(PV_FINALIZER, OTHER_FINALIZER)
+}
+
+/// A build that never sees a PV as deleting (it reads
+/// `metadata.deletionTimestamX`): same description, but it keeps protecting a
+/// PV being deleted.
+fn pv_protection_blind_to_deletion() -> Vec<u8> {
+    pv_protection_with("deletionTimestamp", "deletionTimestamX")
 }
 
 /// The embedded API server with the DecisionModule CRD, a namespace, and
@@ -541,4 +563,216 @@ async fn a_changed_module_file_is_a_new_version_and_a_removed_one_stops() {
     )
     .await;
     setup.nothing_decides("later").await;
+}
+
+/// Waits until object `name`'s status shows a shadow tally satisfying `done`.
+async fn shadow_status(
+    setup: &Setup,
+    name: &str,
+    done: impl Fn(&ShadowStatus) -> bool,
+) -> ShadowStatus {
+    let status = setup
+        .status(name, |s| s.shadow.as_ref().is_some_and(&done))
+        .await;
+    status.shadow.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shadow_that_agrees_is_counted_and_writes_nothing() {
+    let setup = setup(None).await;
+    let shadow_bytes = with_custom_section(&pv_protection(), "rekon-build", b"shadow");
+    let (shadow, shadow_digest) = setup.ship("shadow", &shadow_bytes).await;
+    let v1 = setup
+        .serve_pv_protection("pv-protection", "v1", json!({"shadow": shadow}))
+        .await;
+    for pv in ["a", "b"] {
+        setup.create_pv(pv, None).await;
+        setup.pv_has(pv, &[PV_FINALIZER]).await;
+    }
+    // Each PV: added (finalizer added), then updated (nothing to do), both sides alike.
+    let tally = shadow_status(&setup, "pv-protection", |s| s.agreed >= 4).await;
+    assert_eq!(tally.digest, shadow_digest.to_string());
+    assert_eq!((tally.differed, tally.failed), (0, 0), "{tally:?}");
+    let yaml = setup.kubectl(&["get", "decisionmodules", "pv-protection", "-o", "yaml"]);
+    assert!(yaml.contains("agreed:"), "kubectl shows the tally: {yaml}");
+    // Only the serving version's decisions are applied and journalled.
+    for pv in ["a", "b"] {
+        let decided = setup.decided(pv);
+        assert!(!decided.is_empty());
+        assert!(decided.iter().all(|d| *d == v1.to_string()), "{decided:?}");
+    }
+    assert!(
+        setup
+            .modules
+            .controller_shadow_tally("pv-protection")
+            .unwrap()
+            .differences()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shadow_that_differs_is_recorded_and_its_decisions_are_never_written() {
+    let setup = setup(None).await;
+    let (shadow, _) = setup
+        .ship("shadow", &pv_protection_blind_to_deletion())
+        .await;
+    let v1 = setup
+        .serve_pv_protection("pv-protection", "v1", json!({"shadow": shadow}))
+        .await;
+    // Another controller's finalizer holds the PV once it is deleted.
+    setup.create_pv("held", None).await;
+    setup.pv_has("held", &[PV_FINALIZER]).await;
+    setup
+        .pvs()
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": [PV_FINALIZER, HOLD]}})),
+        )
+        .await
+        .unwrap();
+    setup
+        .pvs()
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap();
+    // The serving version releases the PV being deleted; the shadow would
+    // keep it, then add its finalizer back.
+    setup.pv_has("held", &[HOLD]).await;
+    let tally = shadow_status(&setup, "pv-protection", |s| s.differed >= 2).await;
+    assert_eq!(tally.failed, 0, "{tally:?}");
+    let differences = setup
+        .modules
+        .controller_shadow_tally("pv-protection")
+        .unwrap()
+        .differences();
+    let adds = |d: &ShadowDifference| {
+        d.key == "held"
+            && d.shadow.to_string().contains(PV_FINALIZER)
+            && !d.active.to_string().contains(PV_FINALIZER)
+    };
+    assert!(
+        differences.iter().any(adds),
+        "the shadow would add the finalizer to the PV being deleted: {differences:#?}"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        setup.pv_finalizers("held").await,
+        Some(vec![HOLD.to_string()]),
+        "the shadow's decisions were not written"
+    );
+    assert!(setup.decided("held").iter().all(|d| *d == v1.to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shadow_is_promoted_on_evidence_and_decides_every_key_again() {
+    let setup = setup(None).await;
+    let (v1, v1_digest) = setup.ship("v1", &pv_protection()).await;
+    let v2_bytes = with_custom_section(&pv_protection(), "rekon-build", b"v2");
+    let (v2, v2_digest) = setup.ship("v2", &v2_bytes).await;
+    setup
+        .apply(
+            "pv-protection",
+            json!({"world": "pv-protection", "mode": "shadow", "module": v2, "previous": v1,
+                   "autoPromote": {"minDecisions": 4, "maxDifferences": 0},
+                   "scope": {"finalizers": [PV_FINALIZER]}}),
+        )
+        .await;
+    let status = setup
+        .status("pv-protection", |s| s.phase == Some(Phase::Shadowing))
+        .await;
+    assert_eq!(status.active.unwrap().digest, v1_digest.to_string());
+    assert_eq!(status.shadow.unwrap().digest, v2_digest.to_string());
+    for pv in ["a", "b", "c"] {
+        setup.create_pv(pv, None).await;
+        setup.pv_has(pv, &[PV_FINALIZER]).await;
+    }
+    let status = setup
+        .status("pv-protection", |s| {
+            s.condition("Promoted").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(status.active.unwrap().digest, v2_digest.to_string());
+    let promotion = status.promotion.unwrap();
+    assert_eq!(promotion.digest, v2_digest.to_string());
+    assert!(
+        promotion.agreed >= 4 && promotion.differed == 0,
+        "{promotion:?}"
+    );
+    // The promoted version decides every key again, and serves new ones.
+    setup.decided_by(&["a", "b", "c"], &v2_digest).await;
+    setup.create_pv("after", None).await;
+    setup.pv_has("after", &[PV_FINALIZER]).await;
+    assert_eq!(
+        setup.modules.status().controllers["pv-protection"]
+            .previous
+            .as_ref()
+            .unwrap()
+            .sha256,
+        v1_digest.to_string(),
+        "the replaced version is the rollback target"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shadow_asking_for_more_than_the_pin_or_describing_otherwise_is_refused() {
+    let setup = setup(None).await;
+    let v1 = setup
+        .serve_pv_protection("pv-protection", "v1", json!({}))
+        .await;
+    let (module, _) = setup.ship("again", &pv_protection()).await;
+    let (wider, _) = setup
+        .ship("wider", &pv_protection_declaring_another_finalizer())
+        .await;
+    let refused = async |pin: Value, reason: &str| {
+        setup
+            .apply(
+                "pv-protection",
+                json!({"world": "pv-protection", "module": module, "shadow": wider, "scope": pin}),
+            )
+            .await;
+        let status = setup
+            .status("pv-protection", |s| s.phase == Some(Phase::Rejected))
+            .await;
+        let ready = status.condition("Ready").unwrap().clone();
+        assert_eq!(ready.reason, reason, "{}", ready.message);
+        assert!(
+            ready.message.starts_with("spec.shadow: "),
+            "{}",
+            ready.message
+        );
+        assert!(ready.message.contains("keeps serving"), "{}", ready.message);
+        assert_eq!(status.active.unwrap().digest, v1.to_string());
+        assert!(status.shadow.is_none(), "no shadow decides");
+        ready.message
+    };
+    let message = refused(json!({"finalizers": [PV_FINALIZER]}), "ScopeNotAllowed").await;
+    assert!(
+        message.contains(&format!("finalizer \"{OTHER_FINALIZER}\"")),
+        "{message}"
+    );
+    // Within a wider pin, a shadow declaring another scope still decides on
+    // other terms than the serving version: refused.
+    let message = refused(
+        json!({"finalizers": [PV_FINALIZER, OTHER_FINALIZER]}),
+        "WrongController",
+    )
+    .await;
+    assert!(message.contains("scope differ"), "{message}");
+    // The serving version still decides, alone.
+    setup.create_pv("after-refusal", None).await;
+    setup.pv_has("after-refusal", &[PV_FINALIZER]).await;
+    assert!(
+        setup
+            .decided("after-refusal")
+            .iter()
+            .all(|digest| *digest == v1.to_string())
+    );
+    assert!(
+        setup
+            .modules
+            .controller_shadow_tally("pv-protection")
+            .is_none()
+    );
 }

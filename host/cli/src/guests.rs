@@ -13,7 +13,6 @@ use rekon_modules::{
     EventTarget, Modules, ModulesObserver, ModulesOptions, WatchOptions, Watching,
 };
 use rekon_ops::{GuestStatus, ShadowOutcome};
-use rekon_runtime::World;
 use rekon_simulate::Deciders;
 
 use crate::module_cache::CacheArgs;
@@ -148,26 +147,26 @@ pub fn report_controller_modules(
 struct MetricsBridge(Arc<dyn GuestStatus>);
 
 impl ModulesObserver for MetricsBridge {
-    fn activated(&self, controller: World, guest: &GuestInfo, contract: &str) {
+    fn activated(&self, controller: &str, guest: &GuestInfo, contract: &str) {
         self.0.active_module(
-            controller.name(),
+            controller,
             &guest.name,
             &format!("sha256:{}", guest.digest),
             contract,
         );
     }
 
-    fn shadow_verdict(&self, controller: World, verdict: ShadowVerdict) {
+    fn shadow_verdict(&self, controller: &str, verdict: ShadowVerdict) {
         let outcome = match verdict {
             ShadowVerdict::Agreed => ShadowOutcome::Agree,
             // A failing shadow disagrees as much as a differing one.
             ShadowVerdict::Differed | ShadowVerdict::Failed => ShadowOutcome::Differ,
             ShadowVerdict::Dropped => ShadowOutcome::Dropped,
         };
-        self.0.shadow_decision(controller.name(), outcome);
+        self.0.shadow_decision(controller, outcome);
     }
 
-    fn withdrawn(&self, controller: World) {
-        self.0.module_withdrawn(controller.name());
+    fn withdrawn(&self, controller: &str) {
+        self.0.module_withdrawn(controller);
     }
 }

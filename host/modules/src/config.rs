@@ -129,7 +129,9 @@ pub struct ChildPin {
 }
 
 impl ControllerModuleConfig {
-    /// A controller module serves one version: only its limits are settings.
+    /// A guests directory's controller module serves one version (shadow,
+    /// promotion and rollback come with a `DecisionModule`): only its limits
+    /// are settings.
     fn settings(&self) -> Settings<'_> {
         Settings {
             deadline_ms: self.deadline_ms,

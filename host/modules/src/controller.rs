@@ -1,13 +1,13 @@
-//! The module versions of one controller: what serves, what runs in shadow,
-//! what a rollback returns to, and the rules for changing them. Publishing is
-//! one store into the controller's [`Slot`]; decisions in flight keep the
-//! decider they took.
+//! The module versions of one controller (a dedicated world's, or a controller
+//! module's): what serves, what runs in shadow, what a rollback returns to,
+//! and the rules for changing them. Publishing is one store into the
+//! controller's [`Slot`]; decisions in flight keep the decider they took.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use rekon_contract::{BindWorld, WorldVisitor};
+use rekon_contract::{BindWorld, ControllerWorld, WorldVisitor};
 use rekon_controllers::decider::{Decider, Deciders, ShadowTally, Shadowed, Slot};
 use rekon_controllers::pool::ShadowPool;
 use rekon_runtime::{GuestWorld, World};
@@ -46,8 +46,20 @@ struct TypedSlot<W: GuestWorld> {
 
 impl<W: GuestWorld> TypedSlot<W> {
     fn empty(recent_inputs: usize, shadows: Arc<ShadowPool>) -> Arc<dyn WorldSlot> {
+        Self::around(
+            Arc::new(Slot::missing("no module loaded yet")),
+            recent_inputs,
+            shadows,
+        )
+    }
+
+    fn around(
+        slot: Arc<Slot<W>>,
+        recent_inputs: usize,
+        shadows: Arc<ShadowPool>,
+    ) -> Arc<dyn WorldSlot> {
         Arc::new(Self {
-            slot: Arc::new(Slot::missing("no module loaded yet")),
+            slot,
             recent: Arc::new(RecentInputs::new(recent_inputs)),
             shadows,
         })
@@ -168,6 +180,8 @@ struct State {
 
 pub struct Controller {
     world: World,
+    /// The world's name, or the controller module's: events and metrics name it.
+    name: String,
     slot: Arc<dyn WorldSlot>,
     shadow_differences_kept: usize,
     observer: Arc<dyn ModulesObserver>,
@@ -193,7 +207,28 @@ impl Controller {
     ) -> Self {
         Self {
             world,
+            name: world.name().to_string(),
             slot: slot_for(world, recent_inputs, shadows),
+            shadow_differences_kept,
+            observer,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The versions of controller module `name`, published into `slot` (the
+    /// slot its generic controller decides from). No canary replay: a new
+    /// version re-decides every key instead.
+    pub fn for_module(
+        name: &str,
+        slot: Arc<Slot<ControllerWorld>>,
+        shadow_differences_kept: usize,
+        observer: Arc<dyn ModulesObserver>,
+        shadows: Arc<ShadowPool>,
+    ) -> Self {
+        Self {
+            world: World::of::<ControllerWorld>(),
+            name: name.to_string(),
+            slot: TypedSlot::around(slot, 0, shadows),
             shadow_differences_kept,
             observer,
             state: Mutex::new(State::default()),
@@ -202,6 +237,11 @@ impl Controller {
 
     pub fn world(&self) -> World {
         self.world
+    }
+
+    /// The world's name, or the controller module's.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     pub fn slot(&self) -> &Arc<dyn WorldSlot> {
@@ -284,9 +324,9 @@ impl Controller {
         let shadow = shadow.map(|version| match &state.shadow {
             Some(kept) if kept.version.digest() == version.digest() => kept.clone(),
             _ => {
-                let (observer, world) = (self.observer.clone(), self.world);
+                let (observer, name) = (self.observer.clone(), self.name.clone());
                 let tally = ShadowTally::new(self.shadow_differences_kept).with_hook(Box::new(
-                    move |verdict| observer.shadow_verdict(world, verdict),
+                    move |verdict| observer.shadow_verdict(&name, verdict),
                 ));
                 Shadow {
                     version,
@@ -306,7 +346,7 @@ impl Controller {
         state.pinned = plan.pinned;
         self.publish(&mut state, serving.clone(), shadow, trip);
         ModuleEvent::Activated {
-            controller: self.world,
+            controller: self.name.clone(),
             version: format!("{} ({})", serving.id(), serving.contract()),
             replaced: replaced
                 .filter(|r| r.digest() != serving.digest())
@@ -326,7 +366,7 @@ impl Controller {
         let guard = Arc::new(Guard::new(state.policy, trip(state.serial)));
         self.slot.publish(&serving, shadow.as_ref(), guard.clone());
         self.observer
-            .activated(self.world, &serving.info(), &serving.contract());
+            .activated(&self.name, &serving.info(), &serving.contract());
         state.active = Some(Active {
             version: serving,
             guard,
@@ -349,7 +389,7 @@ impl Controller {
         state.rejections += 1;
         state.last_error = Some((reason.clone(), Utc::now()));
         Some(ModuleEvent::Rejected {
-            controller: self.world,
+            controller: self.name.clone(),
             reason,
         })
     }
@@ -370,7 +410,7 @@ impl Controller {
         let failing = state.active.as_ref()?.version.clone();
         let Some(fallback) = state.fallback.take() else {
             let event = ModuleEvent::RollbackImpossible {
-                controller: self.world,
+                controller: self.name.clone(),
                 version: failing.id().to_string(),
                 decisions,
                 failures,
@@ -381,7 +421,7 @@ impl Controller {
         state.blocked.insert(failing.digest().clone());
         state.rollbacks += 1;
         let event = ModuleEvent::RolledBack {
-            controller: self.world,
+            controller: self.name.clone(),
             from: failing.id().to_string(),
             to: fallback.id().to_string(),
             decisions,
@@ -419,7 +459,7 @@ impl Controller {
                     .map(|d| format!("; last difference on key {} ({})", d.key, d.decision))
                     .unwrap_or_default();
                 let event = ModuleEvent::PromotionStopped {
-                    controller: self.world,
+                    controller: self.name.clone(),
                     version: shadow.version.id().to_string(),
                     agreed,
                     differed,
@@ -443,13 +483,22 @@ impl Controller {
                 });
                 self.publish(&mut state, shadow.version.clone(), None, trip);
                 Some(ModuleEvent::Promoted {
-                    controller: self.world,
+                    controller: self.name.clone(),
                     version: shadow.version.id().to_string(),
                     replaced: replaced.id().to_string(),
                     agreed,
                 })
             }
         }
+    }
+
+    /// The file the serving version was loaded from.
+    pub fn serving_path(&self) -> Option<std::path::PathBuf> {
+        let state = self.state.lock().unwrap();
+        state
+            .active
+            .as_ref()
+            .map(|a| a.version.path().to_path_buf())
     }
 
     pub fn status(&self) -> ControllerStatus {
@@ -502,9 +551,9 @@ impl Controller {
             ..State::default()
         };
         self.slot.withdraw(reason);
-        self.observer.withdrawn(self.world);
+        self.observer.withdrawn(&self.name);
         Some(ModuleEvent::Withdrawn {
-            controller: self.world,
+            controller: self.name.clone(),
             version: active.version.id().to_string(),
             reason: reason.to_string(),
         })

@@ -99,6 +99,8 @@ impl ControllerModuleError {
 /// A controller module loaded from a file (or an object's source).
 pub struct LoadedController {
     pub path: PathBuf,
+    /// The bytes it was loaded from.
+    pub file: ModuleFile,
     /// The loaded version (digest, limits, contract) that decides.
     pub version: Arc<ModuleVersion>,
     pub module: ControllerModule,
@@ -190,6 +192,7 @@ pub fn load_file(
     let decider: Arc<dyn Decider<ControllerWorld>> = version.clone();
     Ok(LoadedController {
         path: file.path.clone(),
+        file: file.clone(),
         version,
         module: ControllerModule {
             checked: Arc::new(checked),

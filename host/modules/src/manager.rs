@@ -133,7 +133,7 @@ struct Shared {
     /// (world, object) pairs already logged as overriding the guests directory.
     announced: Mutex<BTreeSet<(&'static str, String)>>,
     loader: Loader,
-    reporter: Reporter,
+    reporter: Arc<Reporter>,
     controllers: Vec<Arc<Controller>>,
     /// The controller modules (generic world), by controller name.
     controller_modules: ControllerModules,
@@ -155,6 +155,13 @@ impl Modules {
             options.shadow_threads,
             options.shadow_queue,
         ));
+        let reporter = Arc::new(Reporter::new(options.status_file, options.events));
+        let controller_modules = ControllerModules::new(
+            reporter.clone(),
+            options.observer.clone(),
+            options.shadow_differences_kept,
+            shadows.clone(),
+        );
         let controllers = World::dedicated()
             .map(|w| {
                 let observer = options.observer.clone();
@@ -173,9 +180,9 @@ impl Modules {
                 claimed: Mutex::default(),
                 announced: Mutex::default(),
                 loader: Loader::new(engine, cache),
-                reporter: Reporter::new(options.status_file, options.events),
+                reporter,
                 controllers,
-                controller_modules: ControllerModules::default(),
+                controller_modules,
                 reloading: tokio::sync::Mutex::new(()),
                 reloads: AtomicU64::new(0),
             }),
@@ -584,7 +591,8 @@ impl Modules {
         self.refuse(&controller, None, refusal.message.clone());
     }
 
-    /// Promotes every shadow whose evidence is in (mode shadow with `autoPromote`).
+    /// Promotes every shadow whose evidence is in (mode shadow with
+    /// `autoPromote`), a world's or a controller module's.
     pub fn promote_due(&self) {
         for controller in &self.shared.controllers {
             let trip = self.trip_factory(controller.world());
@@ -592,6 +600,9 @@ impl Modules {
                 self.shared.reporter.event(&event);
                 self.refresh_status();
             }
+        }
+        if self.shared.controller_modules.promote_due() {
+            self.refresh_status();
         }
     }
 

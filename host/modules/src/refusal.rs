@@ -37,7 +37,8 @@ pub enum RefusalReason {
     RolledBackBefore,
     /// A controller module's description is not one the host can run.
     InvalidDescription,
-    /// A controller module describes another controller than the object names.
+    /// A controller module describes another controller than the object names,
+    /// or a shadow (a rollback target) describes it otherwise than the version serving.
     WrongController,
     /// A controller module asks for more than the scope its object pins.
     ScopeNotAllowed,

@@ -11,25 +11,25 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::PostParams;
-use rekon_runtime::World;
 
 use crate::status::Status;
 
-/// Something that happened to a controller's modules.
+/// Something that happened to a controller's modules; `controller` is the
+/// world's name, or the controller module's.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModuleEvent {
     /// A version was published and serves now.
     Activated {
-        controller: World,
+        controller: String,
         version: String,
         replaced: Option<String>,
         shadow: Option<String>,
     },
     /// A configuration or module was refused; the old version keeps serving.
-    Rejected { controller: World, reason: String },
+    Rejected { controller: String, reason: String },
     /// The active version failed too often and the previous one serves again.
     RolledBack {
-        controller: World,
+        controller: String,
         from: String,
         to: String,
         decisions: u64,
@@ -37,14 +37,14 @@ pub enum ModuleEvent {
     },
     /// The shadow agreed often enough and serves now (`autoPromote`).
     Promoted {
-        controller: World,
+        controller: String,
         version: String,
         replaced: String,
         agreed: u64,
     },
     /// The shadow differed too often or failed: it will not be promoted.
     PromotionStopped {
-        controller: World,
+        controller: String,
         version: String,
         agreed: u64,
         differed: u64,
@@ -55,13 +55,13 @@ pub enum ModuleEvent {
     },
     /// Nothing names the world any more: its module stops deciding.
     Withdrawn {
-        controller: World,
+        controller: String,
         version: String,
         reason: String,
     },
     /// Automatic rollback was due but there was nothing to roll back to.
     RollbackImpossible {
-        controller: World,
+        controller: String,
         version: String,
         decisions: u64,
         failures: u64,

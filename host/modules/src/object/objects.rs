@@ -619,14 +619,18 @@ async fn apply_controller(
         .boxed()
         .await
     {
-        Ok(plan) => modules.apply_controller(name, plan).boxed().await,
+        Ok((plan, rolled_back)) => modules
+            .apply_controller(name, plan)
+            .boxed()
+            .await
+            .map(|applied| (applied, rolled_back)),
         Err(refusal) => Err(refusal),
     };
     match applied {
-        Ok(applied) => (
+        Ok((applied, rolled_back)) => (
             Outcome::Applied {
-                promoted: false,
-                rolled_back: None,
+                promoted: object.spec.mode == Mode::Shadow && was_promoted(object),
+                rolled_back,
             },
             Some(applied),
         ),

@@ -95,21 +95,6 @@ pub fn validate(object: &DecisionModule, max_memory_mib: usize) -> Result<Target
                     ),
                 );
             }
-            // One version serves a controller module: no shadow, no automatic change.
-            let single = "not available for controller modules (one version serves; \
-                          `mode: rollback` serves `previous`)";
-            if spec.mode == Mode::Shadow {
-                return invalid("mode", &format!("shadow is {single}"));
-            }
-            if spec.shadow.is_some() {
-                return invalid("shadow", single);
-            }
-            if spec.auto_promote.is_some() {
-                return invalid("autoPromote", single);
-            }
-            if spec.auto_rollback.is_some() {
-                return invalid("autoRollback", single);
-            }
         }
     }
     settings(spec)
@@ -128,32 +113,23 @@ pub fn on_removal(spec: &DecisionModuleSpec) -> OnRemoval {
     spec.on_removal.unwrap_or_default()
 }
 
-/// Fetches the modules of a validated controller module object: `module`
-/// serves (`previous` in mode rollback); `previous` is checked too.
+/// Fetches the modules of a validated controller module object and composes
+/// them as for a world (mode, shadow, `previous`, promotion and rollback
+/// records alike); loading holds each against the scope the object pins.
 pub async fn plan_controller(
     object: &DecisionModule,
     name: &str,
     fetcher: &Fetcher,
     defaults: Limits,
-) -> Result<ControllerModulePlan, Refusal> {
-    let spec = &object.spec;
-    let previous = fetch(fetcher, "spec.previous", spec.previous.as_ref())
-        .boxed()
-        .await?;
-    let (serving, previous) = match (spec.mode, previous) {
-        (Mode::Rollback, Some(previous)) => (previous, None),
-        (_, previous) => {
-            let module = fetcher.fetch("spec.module", &spec.module).boxed().await?;
-            (module, previous)
-        }
-    };
-    Ok(ControllerModulePlan {
+) -> Result<(ControllerModulePlan, Option<RolledBackStatus>), Refusal> {
+    let world = World::of::<rekon_contract::ControllerWorld>();
+    let planned = plan(object, world, fetcher, defaults).boxed().await?;
+    let plan = ControllerModulePlan {
         name: name.to_string(),
-        serving,
-        previous,
-        limits: settings(spec).limits(defaults),
-        scope: spec.scope.clone().unwrap_or_default().to_scope(),
-    })
+        plan: planned.plan,
+        scope: object.spec.scope.clone().unwrap_or_default().to_scope(),
+    };
+    Ok((plan, planned.rolled_back))
 }
 
 fn settings(spec: &DecisionModuleSpec) -> Settings<'_> {
@@ -324,26 +300,26 @@ mod tests {
     }
 
     #[test]
-    fn a_controller_module_serves_one_version() {
+    fn a_controller_module_takes_a_shadow_promotion_and_rollback_as_a_world_does() {
         let module = serde_json::json!({"configMap": {"namespace": "a", "name": "b", "key": "c"}});
-        for (field, value) in [
-            ("shadow", module.clone()),
-            (
-                "autoPromote",
-                serde_json::json!({"minDecisions": 5, "maxDifferences": 0}),
-            ),
-            (
-                "autoRollback",
-                serde_json::json!({"maxFailureFraction": 0.5, "minDecisions": 5}),
-            ),
-        ] {
-            let mut spec =
-                serde_json::json!({"world": "volume-guard", "module": module, "scope": {}});
-            spec[field] = value;
-            assert!(
-                refusal(spec).starts_with(&format!("spec.{field}: not available")),
-                "{field}"
-            );
-        }
+        let spec = serde_json::json!({
+            "world": "volume-guard", "module": module, "previous": module, "scope": {},
+            "mode": "shadow",
+            "autoPromote": {"minDecisions": 5, "maxDifferences": 0},
+            "autoRollback": {"maxFailureFraction": 0.5, "minDecisions": 5},
+        });
+        assert_eq!(
+            validate(&object(spec.clone()), 256).unwrap(),
+            Target::Controller("volume-guard".into())
+        );
+        let mut active = spec.clone();
+        active["mode"] = "active".into();
+        active["shadow"] = module.clone();
+        active.as_object_mut().unwrap().remove("autoPromote");
+        assert!(validate(&object(active), 256).is_ok());
+        // What makes no sense for a world makes none for a controller module.
+        let mut both = spec;
+        both["shadow"] = module;
+        assert!(refusal(both).starts_with("spec.shadow: in mode shadow, `module` is the shadow"));
     }
 }
