@@ -589,8 +589,9 @@ async fn a_shadow_that_agrees_is_counted_and_writes_nothing() {
         setup.create_pv(pv, None).await;
         setup.pv_has(pv, &[PV_FINALIZER]).await;
     }
-    // Each PV: added (finalizer added), then updated (nothing to do), both sides alike.
-    let tally = shadow_status(&setup, "pv-protection", |s| s.agreed >= 4).await;
+    // Each PV is decided at least once (finalizer added), both sides alike; whether
+    // the host decides again on its own write's event depends on timing.
+    let tally = shadow_status(&setup, "pv-protection", |s| s.agreed >= 2).await;
     assert_eq!(tally.digest, shadow_digest.to_string());
     assert_eq!((tally.differed, tally.failed), (0, 0), "{tally:?}");
     let yaml = setup.kubectl(&["get", "decisionmodules", "pv-protection", "-o", "yaml"]);
@@ -640,6 +641,17 @@ async fn a_shadow_that_differs_is_recorded_and_its_decisions_are_never_written()
     // The serving version releases the PV being deleted; the shadow would
     // keep it, then add its finalizer back.
     setup.pv_has("held", &[HOLD]).await;
+    // A change of the PV's own is decided again (the host may or may not decide
+    // again on its own write's event): the shadow would add its finalizer back.
+    setup
+        .pvs()
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await
+        .unwrap();
     let tally = shadow_status(&setup, "pv-protection", |s| s.differed >= 2).await;
     assert_eq!(tally.failed, 0, "{tally:?}");
     let differences = setup

@@ -2,7 +2,6 @@
 //! guests directory (guests.yaml or the conventional file names), digest
 //! pinning, the precompiled cache, and for `run` hot swap on changes.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,45 +101,6 @@ pub async fn serve(
         ..WatchOptions::default()
     })?;
     Ok((modules.deciders(), watching, modules))
-}
-
-/// Feeds `rekon_guest_info` for the controller modules as [`MetricsBridge`]
-/// does for the built-in worlds: each serving module's guest, digest and
-/// contract under its controller name, replaced when a new version is
-/// published, gone when the module goes. Runs until the set is dropped.
-pub fn report_controller_modules(
-    modules: Modules,
-    metrics: Arc<dyn GuestStatus>,
-) -> tokio::task::JoinHandle<()> {
-    let mut changes = modules.controller_set().changes();
-    tokio::spawn(async move {
-        let mut reported = BTreeSet::new();
-        loop {
-            // Names only: no borrow of the set may be held while the modules'
-            // lock is taken (the set is changed under that lock).
-            let names: BTreeSet<String> = changes.borrow_and_update().keys().cloned().collect();
-            for name in &names {
-                let active = modules
-                    .serving_controller(name)
-                    .and_then(|serving| serving.status.active);
-                if let Some(active) = active {
-                    metrics.active_module(
-                        name,
-                        &active.name,
-                        &format!("sha256:{}", active.sha256),
-                        &active.contract,
-                    );
-                }
-            }
-            for gone in reported.difference(&names) {
-                metrics.module_withdrawn(gone);
-            }
-            reported = names;
-            if changes.changed().await.is_err() {
-                return;
-            }
-        }
-    })
 }
 
 /// Feeds the metrics endpoint's guest series from module activations.

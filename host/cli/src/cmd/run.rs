@@ -183,7 +183,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     )
     .await?;
     let controller_modules = controller_modules(&modules, &args.controllers, objects)?;
-    let _reporting = crate::guests::report_controller_modules(modules.clone(), metrics.clone());
     let leader = crate::decision_modules::LeaderClient::default();
     let cache_dir = args.modules.cache.dir()?;
     let _objects = crate::decision_modules::serve(

@@ -112,12 +112,6 @@ impl ControllerSet {
         removed
     }
 
-    /// The set now, and each change from here on (a module served, a version
-    /// published, a module removed). Hold no borrow of it while changing the set.
-    pub fn changes(&self) -> watch::Receiver<BTreeMap<String, Served>> {
-        self.modules.subscribe()
-    }
-
     pub fn get(&self, name: &str) -> Option<Served> {
         self.modules.borrow().get(name).cloned()
     }
