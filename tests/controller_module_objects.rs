@@ -687,7 +687,7 @@ async fn a_shadow_is_promoted_on_evidence_and_decides_every_key_again() {
         .apply(
             "pv-protection",
             json!({"world": "pv-protection", "mode": "shadow", "module": v2, "previous": v1,
-                   "autoPromote": {"minDecisions": 4, "maxDifferences": 0},
+                   "autoPromote": {"minDecisions": 3, "maxDifferences": 0},
                    "scope": {"finalizers": [PV_FINALIZER]}}),
         )
         .await;
@@ -696,6 +696,8 @@ async fn a_shadow_is_promoted_on_evidence_and_decides_every_key_again() {
         .await;
     assert_eq!(status.active.unwrap().digest, v1_digest.to_string());
     assert_eq!(status.shadow.unwrap().digest, v2_digest.to_string());
+    // Each PV is decided at least once (whether the host decides again on its
+    // own write's event depends on timing): three decisions are certain.
     for pv in ["a", "b", "c"] {
         setup.create_pv(pv, None).await;
         setup.pv_has(pv, &[PV_FINALIZER]).await;
@@ -709,7 +711,7 @@ async fn a_shadow_is_promoted_on_evidence_and_decides_every_key_again() {
     let promotion = status.promotion.unwrap();
     assert_eq!(promotion.digest, v2_digest.to_string());
     assert!(
-        promotion.agreed >= 4 && promotion.differed == 0,
+        promotion.agreed >= 3 && promotion.differed == 0,
         "{promotion:?}"
     );
     // The promoted version decides every key again, and serves new ones.

@@ -52,3 +52,23 @@ pub fn workspace_path(relative: &str) -> PathBuf {
         .join("..")
         .join(relative)
 }
+
+/// Runs the shipped cases of one guest and checks every case passed.
+pub fn shipped_cases_pass(guest: &str, cases: &Path) {
+    let guest = rekon_runtime::testing::built_guest(guest);
+    let out = rekon(&["test", "--guest", path_str(&guest), path_str(cases)]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        text(&out.stderr)
+    );
+    let summary = stdout.lines().last().unwrap_or_default();
+    let passed: usize = summary
+        .strip_suffix(" passed, 0 failed")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected summary line {summary:?}"));
+    assert!(passed > 0, "no cases ran");
+    let ok_lines = stdout.lines().filter(|l| l.starts_with("ok   ")).count();
+    assert_eq!(ok_lines, passed, "{stdout}");
+}

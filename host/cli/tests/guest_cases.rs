@@ -1,5 +1,5 @@
 //! `rekon test` and `rekon eval` as users run them: the built binary on the
-//! built guests and the shipped case files.
+//! built guests (that every guest's shipped cases pass is `tests/shipped_guests.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -23,37 +23,6 @@ fn text(bytes: &[u8]) -> String {
 
 fn path_str(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
-}
-
-/// Runs the shipped cases of one guest and checks every case passed.
-fn shipped_cases_pass(guest: &str, cases: &str) {
-    let guest = built_guest(guest);
-    let cases = workspace().join(cases);
-    let out = rekon(&["test", "--guest", path_str(&guest), path_str(&cases)]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{}",
-        text(&out.stderr)
-    );
-    let summary = stdout.lines().last().unwrap_or_default();
-    let passed: usize = summary
-        .strip_suffix(" passed, 0 failed")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected summary line {summary:?}"));
-    assert!(passed > 0, "no cases ran");
-    let ok_lines = stdout.lines().filter(|l| l.starts_with("ok   ")).count();
-    assert_eq!(ok_lines, passed, "{stdout}");
-}
-
-#[test]
-fn pvc_protection_cases_pass() {
-    shipped_cases_pass("rekon_guest_pvc_protection", "guests/pvc-protection/cases");
-}
-
-#[test]
-fn resource_claim_cases_pass() {
-    shipped_cases_pass("rekon_guest_resource_claim", "guests/resource-claim/cases");
 }
 
 const UNUSED_DELETING_PVC: &str = r#"

@@ -1,12 +1,13 @@
-//! The controller modules of `guests/` through the CLI as users run it (`rekon
-//! test`, `rekon eval`, `rekon diff`: the built binary on the built modules),
-//! and the host naming none of them: a controller is a module, not host code.
+//! The guests of `guests/` through the CLI as users run it (`rekon test`, `rekon
+//! eval`, `rekon diff`: the built binary on the built modules): every guest's
+//! shipped cases pass, and the host names no controller module: a controller
+//! is a module, not host code.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use rekon_runtime::testing::built_guest;
-use rekon_tests::cli::{path_str, rekon, text, workspace_path};
+use rekon_tests::cli::{path_str, rekon, shipped_cases_pass, text, workspace_path};
 
 /// A controller module of `guests/`: its directory name, and the file stem
 /// `make guests` builds it as.
@@ -58,24 +59,20 @@ fn the_four_controller_modules_are_found() {
     }
 }
 
-/// Runs the shipped cases of one guest and checks every case passed.
-fn shipped_cases_pass(guest: &str, cases: &Path) {
-    let guest = built_guest(guest);
-    let out = rekon(&["test", "--guest", path_str(&guest), path_str(cases)]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{}",
-        text(&out.stderr)
+#[test]
+fn pvc_protection_cases_pass() {
+    shipped_cases_pass(
+        "rekon_guest_pvc_protection",
+        &workspace_path("guests/pvc-protection/cases"),
     );
-    let summary = stdout.lines().last().unwrap_or_default();
-    let passed: usize = summary
-        .strip_suffix(" passed, 0 failed")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected summary line {summary:?}"));
-    assert!(passed > 0, "no cases ran");
-    let ok_lines = stdout.lines().filter(|l| l.starts_with("ok   ")).count();
-    assert_eq!(ok_lines, passed, "{stdout}");
+}
+
+#[test]
+fn resource_claim_cases_pass() {
+    shipped_cases_pass(
+        "rekon_guest_resource_claim",
+        &workspace_path("guests/resource-claim/cases"),
+    );
 }
 
 #[test]
