@@ -6,9 +6,11 @@
 //! and the engine's). Memory keeps only what [`PrecompiledCache::retain`] is told
 //! serves or may serve (active, shadow, rollback target).
 //!
-//! The directory must be private to rekon: wasmtime maps precompiled bytes as
-//! executable code. Each file carries a sha256 sidecar so a torn or corrupted
-//! write is noticed and recompiled rather than loaded.
+//! The directory must be private to rekon (`rekon` creates it 0700): wasmtime
+//! maps precompiled bytes as executable code, and a file is checked before it
+//! is mapped, so only rekon's own user could change it in between. Each file
+//! carries a sha256 sidecar so a torn or corrupted write is noticed and
+//! recompiled rather than loaded.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
