@@ -3,7 +3,6 @@
 //! shipped cases pass, and the host names no controller module: a controller
 //! is a module, not host code.
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 use rekon_runtime::testing::built_guest;

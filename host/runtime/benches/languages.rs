@@ -19,7 +19,6 @@
 //! Run with `cargo bench -p rekon-runtime --bench languages` (`make bench`).
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 mod support;
 

@@ -15,6 +15,8 @@ use crate::config::{
 const SHA256_PATTERN: &str = "^(sha256:)?[0-9a-f]{64}$";
 
 /// One world's module, or one controller module: the spec of a `DecisionModule`.
+// kube's `printcolumn` is one attribute per column, which clippy takes for repeats.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[kube(
     group = "rekon.dev",
