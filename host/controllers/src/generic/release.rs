@@ -15,13 +15,11 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::json;
 
 use crate::journal::Journal;
+use crate::live_lists::paginated;
 use crate::writes::{WriteError, Writer};
 
 /// Writes per object: the first, then one per 409 (each after a fresh read).
 const ATTEMPTS: usize = 5;
-/// Objects per list page.
-const PAGE: u32 = 500;
-
 /// What a release did, over the objects that carried any of the finalizers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Released {
@@ -138,20 +136,22 @@ async fn list_carrying(
     finalizers: &[String],
 ) -> Result<Vec<DynamicObject>, kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
-    let mut params = ListParams::default().limit(PAGE);
-    let mut carrying = Vec::new();
-    loop {
-        let page = api.list(&params).await?;
-        carrying.extend(
-            page.items
-                .into_iter()
-                .filter(|object| kept(object, finalizers).is_some()),
-        );
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(carrying),
-        }
-    }
+    paginated(
+        &ListParams::default(),
+        |params| {
+            let api = &api;
+            async move { api.list(&params).await }
+        },
+        Vec::new,
+        |carrying, items| {
+            carrying.extend(
+                items
+                    .into_iter()
+                    .filter(|object| kept(object, finalizers).is_some()),
+            )
+        },
+    )
+    .await
 }
 
 /// The object's finalizers without `finalizers`, in their order; `None` when
