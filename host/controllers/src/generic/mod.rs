@@ -263,15 +263,16 @@ impl Generic {
         }
     }
 
+    /// One decision on `input`, made from the cached `primary`.
     async fn decide(
         &self,
         decider: &Arc<dyn Decider<ControllerWorld>>,
         key: &str,
+        primary: &Cached,
         input: &Input,
     ) -> Result<Decision, ReconcileError> {
         let summary = json!({
-            "primary": { "resourceVersion": serde_json::from_str::<Value>(&input.primary)
-                .ok().and_then(|p| p.pointer("/metadata/resourceVersion").cloned()) },
+            "primary": { "resourceVersion": primary.resource_version },
             "related": input.related.iter().map(|r| r.objects.len()).collect::<Vec<_>>(),
             "reads": input.reads.len(),
         });
@@ -302,7 +303,7 @@ impl Generic {
         let mut input = self.input(&primary);
         let mut rounds = 0;
         let actions = loop {
-            match self.decide(&decider, &key_text, &input).await? {
+            match self.decide(&decider, &key_text, &primary, &input).await? {
                 Decision::Actions(actions) => break actions,
                 Decision::Read(requests) => {
                     rounds += 1;
